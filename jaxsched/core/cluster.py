@@ -1,0 +1,55 @@
+"""A pool of identical resource units (cores or nodes) as per-unit end times.
+
+Unit `i` is busy until `end[i]`: free at time `t` iff `end[i] <= t`. Completions therefore need no
+state change — advancing the clock frees units by itself — and the per-core observation of Deep
+Back-Filling (time until each core frees) is `max(end - t, 0)`. All operations are O(N) vectorised.
+Times are int32 seconds; `NEVER` marks "no such event".
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+NEVER = jnp.iinfo(jnp.int32).max
+
+
+def free_mask(end: jax.Array, t: jax.Array) -> jax.Array:
+    """`bool[N]`: units free at time `t`."""
+    return end <= t
+
+
+def num_free(end: jax.Array, t: jax.Array) -> jax.Array:
+    return jnp.sum(free_mask(end, t), dtype=jnp.int32)
+
+
+def allocate(end: jax.Array, t: jax.Array, n: jax.Array, until: jax.Array, enabled: jax.Array = True,
+             *others: tuple[jax.Array, jax.Array]):
+    """Give the `n` lowest-indexed free units to a job running until `until`.
+
+    `others` are `(array[N], value)` pairs written on the same units (e.g. requested end, owner).
+    The caller checks `n <= num_free`. Returns `(end, taken: bool[N], *others)`.
+    """
+    free = free_mask(end, t)
+    taken = free & (jnp.cumsum(free, dtype=jnp.int32) <= n) & enabled
+    out = [jnp.where(taken, jnp.asarray(v, a.dtype), a) for a, v in others]
+    return (jnp.where(taken, until, end), taken, *out)
+
+
+def next_release(end: jax.Array, t: jax.Array) -> jax.Array:
+    """Earliest end time strictly after `t`, or `NEVER` when nothing is running."""
+    return jnp.min(jnp.where(end > t, end, NEVER))
+
+
+def busy_time_left(end: jax.Array, t: jax.Array) -> jax.Array:
+    """`i32[N]`: time until each unit frees (0 when free) — the DBF cluster state σ(t)."""
+    return jnp.maximum(end - t, 0)
+
+
+def earliest_start(end: jax.Array, t: jax.Array, n: jax.Array) -> jax.Array:
+    """Earliest time at which `n` units are free if every unit frees at `end` (EASY's shadow time).
+
+    The `n`-th smallest of `max(end, t)`; `n` must be in `1 .. N`.
+    """
+    order = jnp.sort(jnp.maximum(end, t))
+    return order[jnp.clip(n, 1, end.shape[0]) - 1]

@@ -1,0 +1,402 @@
+"""The HPC batch cluster of Deep Back-Filling (Wang, Harwood, Rodriguez, HPCC'22, §II–III).
+
+N identical cores and an unbounded queue (a fixed-capacity buffer here; arrivals past it are counted
+as `overflow`, never dropped silently). A decision picks one of the M window slots or Fwd:
+  * a valid pick (slot shows a job that fits now) starts the job: reward 0, time stays frozen;
+  * Fwd, or an invalid pick, moves time to the next event (an arrival or a completion) and pays
+    R(t) = −w1(1−η(t)) − w2·L(t)/Lmax(t) − w3·W(t)/Wmax(t), evaluated at the time the cycle ends.
+The episode terminates once K jobs are placed (paper: 1,000), or when the workload window is
+exhausted and the queue is empty; it is truncated after `max_steps` decisions.
+
+Choices the paper leaves open (each documented where it is made):
+  * Arrivals are serialised: a forward admits at most one job; simultaneous arrivals take
+    successive zero-length forwards, so the agent sees every job on arrival (§II-A). On a tie the
+    arrival and the completions at that instant happen in the same forward.
+  * The tail window never repeats a job the head shows (`core.queue.split_window`).
+  * σ(t) uses the *requested* end of each core's job (what a scheduler knows); events use run times.
+  * Normalisation (§IV-A): σ and requested time by `runtime_norm` (the workload's maximum run time),
+    cores by N, waiting time by `wait_norm` (default 12 h, as in RLScheduler), not clipped.
+  * Lmax/Wmax are running maxima over the episode, updated after every decision; a zero maximum
+    makes its term 0.
+  * End-of-episode metrics count every job that arrived: queued jobs with their wait so far
+    (the paper's W̃(t) is over all arrived jobs J(t)); slowdowns are over placed jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxsched.core import cluster, queue
+from jaxsched.core.env import Environment
+from jaxsched.core.spaces import Box, Discrete
+from jaxsched.workloads.base import Workload, validate_workload
+
+N_JOB_FEATURES = 5  # present, cores/N, requested time/runtime_norm, wait/wait_norm, can run now
+WAIT_NORM_DEFAULT = 12 * 3600.0  # RLScheduler's MAX_WAIT_TIME
+
+
+@dataclass(frozen=True)
+class HPCConfig:
+    """Static shapes. `window_head + window_tail` = M; the paper's best small window is 9 + 1."""
+
+    n_cores: int = 256
+    window_head: int = 9
+    window_tail: int = 1
+    queue_capacity: int = 256
+
+    def __post_init__(self):
+        for name in ("n_cores", "queue_capacity"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"HPCConfig.{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("window_head", "window_tail"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"HPCConfig.{name} must be >= 0, got {getattr(self, name)}")
+        if self.window_size < 1:
+            raise ValueError("HPCConfig.window_head + window_tail must be >= 1")
+        if self.window_size > self.queue_capacity:
+            raise ValueError(
+                f"HPCConfig.queue_capacity ({self.queue_capacity}) must be >= the window size ({self.window_size})"
+            )
+
+    @property
+    def window_size(self) -> int:
+        return self.window_head + self.window_tail
+
+
+@struct.dataclass
+class HPCParams:
+    """Workload bank and numeric knobs (vmappable).
+
+    `starts[s]`/`ends[s]` delimit episode windows in `bank`: an episode starts at job `starts[s]` and
+    no job at index >= `ends[s]` arrives. A trace gives one window per admissible start, a generated
+    bank one per episode.
+    """
+
+    bank: Workload
+    starts: jnp.ndarray  # i32[S]
+    ends: jnp.ndarray  # i32[S]
+    episode_jobs: jnp.ndarray  # i32: K placed jobs end the episode (paper §IV-A: 1,000)
+    max_steps: jnp.ndarray  # i32: truncation guard
+    w1: jnp.ndarray  # f32: utilisation weight (paper: 1/3)
+    w2: jnp.ndarray  # f32: queue-length weight (paper: 1/3)
+    w3: jnp.ndarray  # f32: waiting-time weight (paper: 1/3)
+    runtime_norm: jnp.ndarray  # f32: r_max of §IV-A
+    wait_norm: jnp.ndarray  # f32
+
+
+@struct.dataclass
+class HPCState:
+    t: jnp.ndarray  # i32 current time (trace seconds)
+    t0: jnp.ndarray  # i32 episode start time
+    core_end: jnp.ndarray  # i32[N] actual end of the job on each core (<= t: free)
+    core_req_end: jnp.ndarray  # i32[N] requested end of that job (for σ)
+    q_job: jnp.ndarray  # i32[Q] bank index of each queued job, arrival order, -1 empty
+    q_submit: jnp.ndarray  # i32[Q] their submit times
+    q_len: jnp.ndarray  # i32
+    next_job: jnp.ndarray  # i32 bank index of the next arrival
+    end_job: jnp.ndarray  # i32 arrivals stop here
+    placed: jnp.ndarray  # i32 jobs started this episode
+    steps: jnp.ndarray  # i32 decisions this episode
+    l_max: jnp.ndarray  # f32 running max of L
+    w_max: jnp.ndarray  # f32 running max of W
+    w_now: jnp.ndarray  # f32 W(t): total waiting time of queued jobs now
+    sum_wait: jnp.ndarray  # f32 Σ wait of placed jobs
+    sum_bsld: jnp.ndarray  # f32 Σ bounded slowdown (10 s) of placed jobs
+    sum_sld: jnp.ndarray  # f32 Σ slowdown of placed jobs
+    sum_load: jnp.ndarray  # f32 Σ wait·cores·req_time of placed jobs
+    area_queue: jnp.ndarray  # f32 ∫ L dt
+    area_busy: jnp.ndarray  # f32 ∫ busy cores dt
+    overflow: jnp.ndarray  # i32 arrivals refused by a full queue
+    invalid: jnp.ndarray  # i32 invalid picks
+    forwards: jnp.ndarray  # i32 Fwd actions
+
+
+@struct.dataclass
+class HPCObs:
+    """What a policy sees. Learned policies read `vec` and `mask`; heuristics may read the raw ints.
+
+    vec:    f32[N + 5M]  σ(t)/runtime_norm per core, then per slot
+                         (present, cores/N, req_time/runtime_norm, wait/wait_norm, can_run)
+    mask:   bool[M+1]    valid actions (slot shows a job that fits now; Fwd, last, always)
+    submit: i32[M]       raw window fields (0 where absent)
+    cores:  i32[M]
+    req_time: i32[M]
+    sigma:  i32[N]       requested time left per core (0 = free)
+    t:      i32          current time
+    """
+
+    vec: jnp.ndarray
+    mask: jnp.ndarray
+    submit: jnp.ndarray
+    cores: jnp.ndarray
+    req_time: jnp.ndarray
+    sigma: jnp.ndarray
+    t: jnp.ndarray
+
+
+class HPCEnv(Environment[HPCState, HPCParams]):
+    """Deep Back-Filling's cluster (see the module docstring)."""
+
+    name = "hpc"
+
+    def __init__(self, config: HPCConfig = HPCConfig()):
+        self.config = config
+
+    # ---- params ---------------------------------------------------------------------------------
+    def make_params(
+        self,
+        bank: Workload,
+        starts=None,
+        ends=None,
+        episode_jobs: int = 1000,
+        max_steps: int | None = None,
+        w=(1 / 3, 1 / 3, 1 / 3),
+        runtime_norm: float | None = None,
+        wait_norm: float = WAIT_NORM_DEFAULT,
+    ) -> HPCParams:
+        """Params over `bank`. Without `starts`, every start that leaves `episode_jobs` jobs is allowed
+        and arrivals run to the end of the trace. Validates the workload against the machine."""
+        validate_workload(bank, self.config.n_cores)
+        n = bank.num_jobs
+        if episode_jobs < 1:
+            raise ValueError(f"episode_jobs must be >= 1, got {episode_jobs}")
+        if starts is None:
+            if n < episode_jobs:
+                raise ValueError(f"the workload has {n} jobs, fewer than episode_jobs={episode_jobs}")
+            starts = np.arange(n - episode_jobs + 1)
+        starts = np.asarray(starts, np.int32)
+        ends = np.full_like(starts, n) if ends is None else np.asarray(ends, np.int32)
+        if starts.ndim != 1 or starts.size == 0 or ends.shape != starts.shape:
+            raise ValueError("starts must be a non-empty 1-d array and ends must match its shape")
+        if (starts < 0).any() or (ends > n).any() or (ends <= starts).any():
+            raise ValueError(f"episode windows must satisfy 0 <= start < end <= {n}")
+        if runtime_norm is None:
+            runtime_norm = float(np.max(np.asarray(bank.req_time)))
+        if max_steps is None:
+            max_steps = 50 * episode_jobs + 1000
+        return HPCParams(
+            bank=bank,
+            starts=jnp.asarray(starts),
+            ends=jnp.asarray(ends),
+            episode_jobs=jnp.int32(episode_jobs),
+            max_steps=jnp.int32(max_steps),
+            w1=jnp.float32(w[0]),
+            w2=jnp.float32(w[1]),
+            w3=jnp.float32(w[2]),
+            runtime_norm=jnp.float32(runtime_norm),
+            wait_norm=jnp.float32(wait_norm),
+        )
+
+    def default_params(self) -> HPCParams:
+        raise ValueError("HPCEnv needs a workload: env.make_params(bank, ...) (see jaxsched.workloads)")
+
+    # ---- reset / step ---------------------------------------------------------------------------
+    def reset_env(self, key: jax.Array, params: HPCParams) -> tuple[HPCObs, HPCState]:
+        cfg = self.config
+        s = jax.random.randint(key, (), 0, params.starts.shape[0])
+        start = params.starts[s]
+        t = params.bank.submit[start]
+        zero_f = jnp.float32(0.0)
+        q_job = jnp.full((cfg.queue_capacity,), -1, jnp.int32).at[0].set(start)
+        q_submit = jnp.zeros((cfg.queue_capacity,), jnp.int32).at[0].set(t)
+        state = HPCState(
+            t=t,
+            t0=t,
+            core_end=jnp.zeros((cfg.n_cores,), jnp.int32),
+            core_req_end=jnp.zeros((cfg.n_cores,), jnp.int32),
+            q_job=q_job,
+            q_submit=q_submit,
+            q_len=jnp.int32(1),
+            next_job=start + 1,
+            end_job=params.ends[s],
+            placed=jnp.int32(0),
+            steps=jnp.int32(0),
+            l_max=jnp.float32(1.0),
+            w_max=zero_f,
+            w_now=zero_f,
+            sum_wait=zero_f,
+            sum_bsld=zero_f,
+            sum_sld=zero_f,
+            sum_load=zero_f,
+            area_queue=zero_f,
+            area_busy=zero_f,
+            overflow=jnp.int32(0),
+            invalid=jnp.int32(0),
+            forwards=jnp.int32(0),
+        )
+        return self.observe(state, params), state
+
+    def _window(self, state: HPCState, params: HPCParams):
+        """Slots → (queue positions, present, bank job ids, cores, req_time, submit), each `[M]`."""
+        cfg = self.config
+        pos, present = queue.split_window(state.q_len, cfg.window_head, cfg.window_tail)
+        job = jnp.where(present, state.q_job[pos], 0)
+        bank = params.bank
+        cores = jnp.where(present, bank.cores[job], 0)
+        req = jnp.where(present, bank.req_time[job], 0)
+        submit = jnp.where(present, state.q_submit[pos], 0)
+        return pos, present, job, cores, req, submit
+
+    def step_env(self, key, state: HPCState, action, params: HPCParams):
+        cfg = self.config
+        bank = params.bank
+        t = state.t
+        free = cluster.num_free(state.core_end, t)
+        pos, present, job, cores, req, submit = self._window(state, params)
+        fits = present & (cores <= free)
+
+        action = jnp.asarray(action, jnp.int32)
+        is_pick = action < cfg.window_size
+        slot = jnp.clip(action, 0, cfg.window_size - 1)
+        place = is_pick & fits[slot]
+        forward = ~place
+
+        # ---- a valid pick: start the job on the lowest free cores; time frozen, reward 0 ----------
+        j = job[slot]
+        run = bank.run[j]
+        c = cores[slot]
+        core_end, _, core_req_end = cluster.allocate(
+            state.core_end, t, c, t + run, place, (state.core_req_end, t + req[slot])
+        )
+        q_after_pick, q_len = queue.remove_at(
+            (state.q_job, state.q_submit), state.q_len, pos[slot], (-1, 0), place
+        )
+        wait = (t - submit[slot]).astype(jnp.float32)
+        run_f = run.astype(jnp.float32)
+        placed_f = place.astype(jnp.float32)
+
+        # ---- Fwd or invalid pick: pay R(t) and move to the next arrival or completion ------------
+        busy = cfg.n_cores - free
+        l_now = state.q_len.astype(jnp.float32)
+        eta = busy.astype(jnp.float32) / cfg.n_cores
+        ratio_l = jnp.where(state.l_max > 0, l_now / jnp.maximum(state.l_max, 1e-9), 0.0)
+        ratio_w = jnp.where(state.w_max > 0, state.w_now / jnp.maximum(state.w_max, 1e-9), 0.0)
+        penalty = params.w1 * (1.0 - eta) + params.w2 * ratio_l + params.w3 * ratio_w
+        reward = jnp.where(forward, -penalty, 0.0).astype(jnp.float32)
+
+        has_arrival = state.next_job < state.end_job
+        t_arrival = jnp.where(has_arrival, bank.submit[jnp.minimum(state.next_job, bank.submit.shape[0] - 1)],
+                              cluster.NEVER)
+        t_release = cluster.next_release(state.core_end, t)
+        t_next = jnp.minimum(t_arrival, t_release)
+        t_next = jnp.where(forward & (t_next < cluster.NEVER), t_next, t)
+        admit = forward & has_arrival & (t_arrival <= t_next)
+        (q_job, q_submit), q_len, overflowed = queue.push(
+            q_after_pick, q_len, (state.next_job, t_arrival), admit
+        )
+        dt = (t_next - t).astype(jnp.float32)
+
+        # ---- bookkeeping: W(t) of the new state, running maxima, metric accumulators -------------
+        live = queue.live_mask(cfg.queue_capacity, q_len)
+        w_now = jnp.sum(jnp.where(live, (t_next - q_submit).astype(jnp.float32), 0.0))
+        l_new = q_len.astype(jnp.float32)
+        new_state = state.replace(
+            t=t_next,
+            core_end=core_end,
+            core_req_end=core_req_end,
+            q_job=q_job,
+            q_submit=q_submit,
+            q_len=q_len,
+            next_job=state.next_job + admit.astype(jnp.int32),
+            placed=state.placed + place.astype(jnp.int32),
+            steps=state.steps + 1,
+            l_max=jnp.maximum(state.l_max, l_new),
+            w_max=jnp.maximum(state.w_max, w_now),
+            w_now=w_now,
+            sum_wait=state.sum_wait + placed_f * wait,
+            sum_bsld=state.sum_bsld + placed_f * jnp.maximum(1.0, (wait + run_f) / jnp.maximum(run_f, 10.0)),
+            sum_sld=state.sum_sld + placed_f * (wait + run_f) / run_f,
+            sum_load=state.sum_load + placed_f * wait * c.astype(jnp.float32) * req[slot].astype(jnp.float32),
+            area_queue=state.area_queue + dt * l_now,
+            area_busy=state.area_busy + dt * busy.astype(jnp.float32),
+            overflow=state.overflow + overflowed.astype(jnp.int32),
+            invalid=state.invalid + (is_pick & ~place).astype(jnp.int32),
+            forwards=state.forwards + (~is_pick).astype(jnp.int32),
+        )
+        exhausted = (new_state.next_job >= new_state.end_job) & (new_state.q_len == 0)
+        terminated = (new_state.placed >= params.episode_jobs) | exhausted
+        truncated = (new_state.steps >= params.max_steps) & ~terminated
+        info = {
+            "placed": place,
+            "invalid": is_pick & ~place,
+            "queue_len": l_new,
+            "utilization": eta,
+            "overflow": overflowed,
+        }
+        return self.observe(new_state, params), new_state, reward, terminated, truncated, info
+
+    # ---- observation, mask, spaces, metrics ------------------------------------------------------
+    def observe(self, state: HPCState, params: HPCParams) -> HPCObs:
+        cfg = self.config
+        t = state.t
+        _, present, _, cores, req, submit = self._window(state, params)
+        free = cluster.num_free(state.core_end, t)
+        fits = present & (cores <= free)
+        sigma = cluster.busy_time_left(state.core_req_end, t)
+        wait = jnp.where(present, t - submit, 0).astype(jnp.float32)
+        slots = jnp.stack(
+            [
+                present.astype(jnp.float32),
+                cores.astype(jnp.float32) / cfg.n_cores,
+                req.astype(jnp.float32) / params.runtime_norm,
+                wait / params.wait_norm,
+                fits.astype(jnp.float32),
+            ],
+            axis=-1,
+        )
+        vec = jnp.concatenate([sigma.astype(jnp.float32) / params.runtime_norm, slots.reshape(-1)])
+        mask = jnp.concatenate([fits, jnp.ones((1,), bool)])
+        return HPCObs(vec=vec, mask=mask, submit=submit, cores=cores, req_time=req, sigma=sigma, t=t)
+
+    def action_mask(self, state: HPCState, params: HPCParams) -> jax.Array:
+        return self.observe(state, params).mask
+
+    def observation_space(self, params: HPCParams) -> Box:
+        cfg = self.config
+        return Box(0.0, jnp.inf, (cfg.n_cores + N_JOB_FEATURES * cfg.window_size,))
+
+    def action_space(self, params: HPCParams) -> Discrete:
+        """Slots `0 .. M-1`, then Fwd = `M`."""
+        return Discrete(self.config.window_size + 1)
+
+    @property
+    def fwd_action(self) -> int:
+        return self.config.window_size
+
+    def metrics(self, state: HPCState, params: HPCParams) -> dict[str, jax.Array]:
+        """The paper's §II-A metrics over the episode so far.
+
+        avg_wait over every arrived job (queued ones with their wait so far); avg_queue_len and
+        utilization time-weighted; avg_job_load = Σ W·c·r / elapsed (the paper's D̃); bounded slowdown
+        (10 s bound) and slowdown over placed jobs.
+        """
+        cfg = self.config
+        live = queue.live_mask(cfg.queue_capacity, state.q_len)
+        q_idx = jnp.maximum(state.q_job, 0)
+        q_wait = jnp.where(live, (state.t - state.q_submit).astype(jnp.float32), 0.0)
+        q_load = jnp.sum(
+            q_wait * params.bank.cores[q_idx].astype(jnp.float32) * params.bank.req_time[q_idx].astype(jnp.float32)
+        )
+        arrived = state.placed + state.q_len
+        elapsed = (state.t - state.t0).astype(jnp.float32)
+        per_time = lambda x: jnp.where(elapsed > 0, x / jnp.maximum(elapsed, 1e-9), 0.0)
+        per_job = lambda x, n: jnp.where(n > 0, x / jnp.maximum(n, 1).astype(jnp.float32), 0.0)
+        return {
+            "avg_wait": per_job(state.sum_wait + state.w_now, arrived),
+            "avg_queue_len": per_time(state.area_queue),
+            "utilization": per_time(state.area_busy) / cfg.n_cores,
+            "avg_job_load": per_time(state.sum_load + q_load),
+            "avg_bsld": per_job(state.sum_bsld, state.placed),
+            "avg_slowdown": per_job(state.sum_sld, state.placed),
+            "placed": state.placed,
+            "queued": state.q_len,
+            "overflow": state.overflow,
+            "invalid": state.invalid,
+            "steps": state.steps,
+            "elapsed": elapsed,
+        }
