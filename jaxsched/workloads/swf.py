@@ -1,0 +1,432 @@
+"""Read and write Standard Workload Format (SWF) traces, following RLScheduler's rules.
+
+RLScheduler = DIR-LAB/deep-batch-scheduler, whose numbers we reproduce.
+
+SWF (Parallel Workloads Archive) is plain text: header lines start with `;` (`; MaxNodes: 256`,
+`; MaxProcs: 4392`; keys case-insensitive), blank lines are skipped, and each job is one line of 18
+whitespace-separated numbers, -1 meaning unknown: 1 job id, 2 submit, 3 wait, 4 run time, 5 allocated
+procs, 6 avg cpu, 7 used mem, 8 requested procs, 9 requested time, 10 requested mem, 11 status, 12 user,
+13 group, 14 executable, 15 queue, 16 partition, 17 preceding job, 18 think time.
+
+Rules (each violation is a `ValueError` naming the file, its 1-based line number and the column):
+  * machine size = `MaxProcs`, else `MaxNodes`; a file with neither needs `n_cores=`, which also
+    overrides the header when given.
+  * a line with fewer than 18 columns is an error; extra trailing columns are ignored only when every data
+    line has the same count (ALCF theta_walltime.swf carries a 19th all-zero column), else an error.
+  * numbers may be written as floats ("12.0"); they are rounded to integers. Non-numbers are errors.
+  * run time 0 -> the job is dropped; negative -> 10 s. Both are counted in the `SWFReport`.
+    The remaining rules apply to the jobs kept.
+  * cores = max(allocated procs, requested procs); both <= 0 is an error.
+  * requested time <= 0 (-1 unknown) -> the run time. Negative submit time is an error.
+  * user = column 12, queue = column 15, job_id = column 1.
+  * a job wider than the machine is an error unless `drop_too_wide=True` (dropped and counted).
+  * order: `sort="submit"` (default) sorts stably by (submit, job id); `sort="job_id"` sorts by job id
+    (RLScheduler's order) and `sort="none"` keeps file order -- both raise if submits then decrease,
+    since the simulators need arrival order. `SWFReport.was_sorted` says if the file was in submit order.
+Files ending in `.gz` are read and written through gzip.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from jaxsched.workloads.base import Workload, make_workload, validate_workload
+
+__all__ = [
+    "SWFHeader",
+    "SWFReport",
+    "load_swf",
+    "load_swf_with_report",
+    "parse_swf_text",
+    "parse_swf_text_with_report",
+    "write_swf",
+]
+
+N_COLUMNS = 18
+COLUMN_NAMES = (
+    "job id",
+    "submit time",
+    "wait time",
+    "run time",
+    "allocated procs",
+    "average cpu time",
+    "used memory",
+    "requested procs",
+    "requested time",
+    "requested memory",
+    "status",
+    "user id",
+    "group id",
+    "executable",
+    "queue",
+    "partition",
+    "preceding job",
+    "think time",
+)
+# 0-based indices of the columns we use.
+_JOB_ID, _SUBMIT, _RUN, _ALLOC, _REQ_PROCS, _REQ_TIME, _USER, _QUEUE = 0, 1, 3, 4, 7, 8, 11, 14
+_USED = (_JOB_ID, _SUBMIT, _RUN, _ALLOC, _REQ_PROCS, _REQ_TIME, _USER, _QUEUE)
+_INT32_MAX = int(np.iinfo(np.int32).max)
+_HEADER_RE = re.compile(r"^;\s*([A-Za-z][\w ]*?)\s*:\s*(.*?)\s*$")
+_SORTS = ("submit", "job_id", "none")
+
+
+@dataclass(frozen=True)
+class SWFHeader:
+    """The `;` header: machine size and every `; Key: value` line (`fields`, raw strings, keys as written).
+
+    `max_nodes` is `MaxNodes` (0 if absent); `max_procs` is `MaxProcs`, else `MaxNodes`, else 0.
+    """
+
+    max_nodes: int = 0
+    max_procs: int = 0
+    fields: dict[str, str] = field(default_factory=dict)
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        """A header field by case-insensitive key."""
+        key = key.lower()
+        for k, v in self.fields.items():
+            if k.lower() == key:
+                return v
+        return default
+
+
+@dataclass(frozen=True)
+class SWFReport:
+    """What `load_swf_with_report` did to the file's rows.
+
+    n_rows: data lines in the file; n_jobs: jobs returned (n_rows minus the drops);
+    n_dropped_zero_runtime, n_negative_runtime_fixed (set to 10 s), n_dropped_too_wide;
+    n_req_time_from_run: jobs whose requested time was <= 0 and became the run time; n_columns: columns per
+    data line (18, or more when the file carries ignored extra columns); was_sorted: file rows (kept jobs)
+    were already in non-decreasing submit order; max_procs: the machine size used.
+    """
+
+    source: str
+    header: SWFHeader
+    n_rows: int
+    n_jobs: int
+    n_dropped_zero_runtime: int
+    n_negative_runtime_fixed: int
+    n_dropped_too_wide: int
+    n_req_time_from_run: int
+    n_columns: int
+    was_sorted: bool
+    max_procs: int
+
+
+def _read_text(path: Path) -> str:
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as f:
+            return f.read()
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _header_int(source: str, lineno: int, key: str, value: str) -> int:
+    m = re.match(r"^[+-]?\d+(\.0*)?", value)
+    if m is None or (len(value) > m.end() and not value[m.end()].isspace()):
+        raise ValueError(f"{source}: line {lineno}: header field '{key}' is not an integer: {value!r}")
+    return int(float(m.group(0)))
+
+
+def _bad_token(source: str, lines: np.ndarray, rows: list[list[str]]) -> ValueError:
+    """Find the first token `float` rejects and describe it."""
+    for lineno, toks in zip(lines.tolist(), rows, strict=True):
+        for c, tok in enumerate(toks[:N_COLUMNS]):
+            try:
+                float(tok)
+            except ValueError:
+                return ValueError(
+                    f"{source}: line {lineno}: column {c + 1} ({COLUMN_NAMES[c]}) is not a number: {tok!r}"
+                )
+    return ValueError(f"{source}: could not parse the data lines as numbers")
+
+
+def parse_swf_text_with_report(
+    text: str,
+    *,
+    source: str = "<string>",
+    n_cores: int | None = None,
+    drop_too_wide: bool = False,
+    sort: str = "submit",
+    name: str | None = None,
+) -> tuple[Workload, SWFReport]:
+    """Parse SWF text (rules in the module docstring) into a `Workload` (`i32[J]` arrays) and a report.
+
+    `source` names the text in error messages; `name` defaults to `source`.
+    """
+    if sort not in _SORTS:
+        raise ValueError(f"sort must be one of {_SORTS}, got {sort!r}")
+    if n_cores is not None and int(n_cores) < 1:
+        raise ValueError(f"n_cores must be >= 1, got {n_cores}")
+
+    # --- split lines: header fields, data tokens, original line numbers --------------------------------
+    fields: dict[str, str] = {}
+    header_ints: dict[str, int] = {}
+    rows: list[list[str]] = []
+    linenos: list[int] = []
+    for lineno, raw in enumerate(text.split("\n"), 1):
+        s = raw.strip()
+        if not s:
+            continue
+        if s[0] == ";":
+            m = _HEADER_RE.match(s)
+            if m is not None:
+                key, value = m.group(1), m.group(2)
+                fields[key] = value
+                low = key.lower()
+                if low in ("maxnodes", "maxprocs"):
+                    header_ints[low] = _header_int(source, lineno, key, value)
+            continue
+        rows.append(s.split())
+        linenos.append(lineno)
+    max_nodes = max(header_ints.get("maxnodes", 0), 0)
+    header_procs = max(header_ints.get("maxprocs", 0), 0) or max_nodes
+    header = SWFHeader(max_nodes=max_nodes, max_procs=header_procs, fields=fields)
+    if n_cores is not None:
+        limit = int(n_cores)
+        limit_what = f"n_cores={limit}"
+        # The header's node count only describes the machine when n_cores does not resize it.
+        if header_procs and header_procs != limit:
+            max_nodes = 0
+    elif header_procs > 0:
+        limit = header_procs
+        limit_what = f"{'MaxProcs' if 'maxprocs' in header_ints else 'MaxNodes'} {limit}"
+    else:
+        raise ValueError(
+            f"{source}: the file has no 'MaxNodes'/'MaxProcs' header giving the machine size; "
+            "pass n_cores= to supply it"
+        )
+
+    # --- columns -------------------------------------------------------------------------------------
+    lines = np.asarray(linenos, dtype=np.int64)
+    n_rows = len(rows)
+    if n_rows == 0:
+        raise ValueError(f"{source}: no job lines (only header/blank lines)")
+    ncols = np.fromiter(map(len, rows), dtype=np.int64, count=n_rows)
+    short = ncols < N_COLUMNS
+    if short.any():
+        i = int(np.argmax(short))
+        raise ValueError(
+            f"{source}: line {lines[i]}: found {ncols[i]} columns, SWF needs {N_COLUMNS} "
+            "(whitespace-separated, -1 for unknown)"
+        )
+    n_columns = int(ncols[0])
+    if (ncols > N_COLUMNS).any() and (ncols != n_columns).any():
+        i = int(np.argmax(ncols > N_COLUMNS))
+        raise ValueError(
+            f"{source}: line {lines[i]}: found {ncols[i]} columns, SWF has {N_COLUMNS} (extra trailing "
+            "columns are only accepted when every data line has the same number of them)"
+        )
+    if n_columns > N_COLUMNS:
+        flat = [t for toks in rows for t in toks[:N_COLUMNS]]
+    else:
+        flat = [t for toks in rows for t in toks]
+    try:
+        data = np.array(flat, dtype=np.float64).reshape(n_rows, N_COLUMNS)
+    except ValueError:
+        raise _bad_token(source, lines, rows) from None
+    used = data[:, _USED]
+    bad = ~np.isfinite(used) | (np.abs(used) > _INT32_MAX)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        c = _USED[j]
+        raise ValueError(
+            f"{source}: line {lines[i]}: column {c + 1} ({COLUMN_NAMES[c]}) is not a finite int32 "
+            f"number: {rows[i][c]!r}"
+        )
+    vals = np.rint(used).astype(np.int64)
+    job_id, submit, run, alloc, req_procs, req_time, user, queue = vals.T
+
+    # --- RLScheduler's rules ---------------------------------------------------------------------------
+    keep = run != 0
+    n_zero = int(n_rows - keep.sum())
+    lines, job_id, submit, run, alloc, req_procs, req_time, user, queue = (
+        a[keep] for a in (lines, job_id, submit, run, alloc, req_procs, req_time, user, queue)
+    )
+    neg_run = run < 0
+    n_neg = int(neg_run.sum())
+    run = np.where(neg_run, 10, run)
+    neg_submit = submit < 0
+    if neg_submit.any():
+        i = int(np.argmax(neg_submit))
+        raise ValueError(
+            f"{source}: line {lines[i]}: column 2 ({COLUMN_NAMES[_SUBMIT]}) is negative: {submit[i]} "
+            f"(job id {job_id[i]})"
+        )
+    cores = np.maximum(alloc, req_procs)
+    no_cores = cores <= 0
+    if no_cores.any():
+        i = int(np.argmax(no_cores))
+        raise ValueError(
+            f"{source}: line {lines[i]}: job id {job_id[i]} has no processor count: column 5 "
+            f"({COLUMN_NAMES[_ALLOC]}) = {alloc[i]} and column 8 ({COLUMN_NAMES[_REQ_PROCS]}) = "
+            f"{req_procs[i]}"
+        )
+    no_req = req_time <= 0
+    n_req_from_run = int(no_req.sum())
+    req_time = np.where(no_req, run, req_time)
+    wide = cores > limit
+    n_wide = int(wide.sum())
+    if n_wide and not drop_too_wide:
+        i = int(np.argmax(wide))
+        raise ValueError(
+            f"{source}: line {lines[i]}: job id {job_id[i]} needs {cores[i]} cores, more than the machine's "
+            f"{limit} ({limit_what}); {n_wide} job(s) are too wide -- pass drop_too_wide=True to drop them"
+        )
+    cols = [lines, job_id, submit, run, req_time, cores, user, queue]
+    if n_wide:
+        cols = [a[~wide] for a in cols]
+    lines, job_id, submit, run, req_time, cores, user, queue = cols
+    if job_id.size == 0:
+        raise ValueError(
+            f"{source}: no jobs left ({n_rows} rows, {n_zero} dropped with zero run time, "
+            f"{n_wide} dropped as too wide)"
+        )
+
+    # --- order -------------------------------------------------------------------------------------
+    was_sorted = bool((np.diff(submit) >= 0).all())
+    if sort == "submit":
+        order = np.lexsort((job_id, submit))
+    elif sort == "job_id":
+        order = np.argsort(job_id, kind="stable")
+    else:
+        order = np.arange(job_id.size)
+    lines, job_id, submit, run, req_time, cores, user, queue = (
+        a[order] for a in (lines, job_id, submit, run, req_time, cores, user, queue)
+    )
+    back = np.diff(submit) < 0
+    if back.any():
+        i = int(np.argmax(back)) + 1
+        by = "job id" if sort == "job_id" else "file order"
+        raise ValueError(
+            f"{source}: jobs in {by} are not in submit order: job id {job_id[i]} (line {lines[i]}) submits "
+            f"at {submit[i]}, before job id {job_id[i - 1]} (line {lines[i - 1]}) at {submit[i - 1]}; "
+            "the simulators need arrival order -- use sort='submit'"
+        )
+
+    w = make_workload(
+        submit=submit,
+        run=run,
+        cores=cores,
+        req_time=req_time,
+        user=user,
+        queue=queue,
+        job_id=job_id,
+        max_procs=limit,
+        max_nodes=max_nodes,
+        name=source if name is None else name,
+        validate=False,
+    )
+    validate_workload(w, limit)
+    report = SWFReport(
+        source=source,
+        header=header,
+        n_rows=n_rows,
+        n_jobs=int(job_id.size),
+        n_dropped_zero_runtime=n_zero,
+        n_negative_runtime_fixed=n_neg,
+        n_dropped_too_wide=n_wide,
+        n_req_time_from_run=n_req_from_run,
+        n_columns=n_columns,
+        was_sorted=was_sorted,
+        max_procs=limit,
+    )
+    return w, report
+
+
+def parse_swf_text(
+    text: str,
+    *,
+    source: str = "<string>",
+    n_cores: int | None = None,
+    drop_too_wide: bool = False,
+    sort: str = "submit",
+    name: str | None = None,
+) -> Workload:
+    """`parse_swf_text_with_report` without the report."""
+    return parse_swf_text_with_report(
+        text, source=source, n_cores=n_cores, drop_too_wide=drop_too_wide, sort=sort, name=name
+    )[0]
+
+
+def load_swf_with_report(
+    path,
+    *,
+    n_cores: int | None = None,
+    drop_too_wide: bool = False,
+    sort: str = "submit",
+    name: str | None = None,
+) -> tuple[Workload, SWFReport]:
+    """Load an SWF file (`.swf` or `.swf.gz`) as a `Workload` plus an `SWFReport`; `name` defaults to
+    the file name without `.swf`/`.gz`."""
+    path = Path(path)
+    if name is None:
+        name = path.name.removesuffix(".gz").removesuffix(".swf")
+    return parse_swf_text_with_report(
+        _read_text(path), source=str(path), n_cores=n_cores, drop_too_wide=drop_too_wide, sort=sort, name=name
+    )
+
+
+def load_swf(
+    path,
+    *,
+    n_cores: int | None = None,
+    drop_too_wide: bool = False,
+    sort: str = "submit",
+    name: str | None = None,
+) -> Workload:
+    """Load an SWF file as a `Workload` (`i32[J]` arrays, sorted by submit); see the module docstring."""
+    return load_swf_with_report(path, n_cores=n_cores, drop_too_wide=drop_too_wide, sort=sort, name=name)[0]
+
+
+_WRITTEN_KEYS = ("maxjobs", "maxrecords", "maxnodes", "maxprocs")
+
+
+def write_swf(path, workload: Workload, header_extra: dict | None = None) -> None:
+    """Write `workload` as an 18-column SWF file (`.gz` -> gzip) that `load_swf` reads back unchanged.
+
+    Header: `header_extra` items as `; Key: value` lines, then MaxJobs, MaxRecords, MaxNodes (when
+    `max_nodes > 0`) and MaxProcs. Rows: allocated = requested procs = cores, status 1, -1 for the
+    columns a `Workload` does not hold (wait, cpu, memory, group, executable, partition, ...).
+    """
+    w = workload
+    n = w.num_jobs
+    max_procs = int(w.max_procs) or (int(np.asarray(w.cores).max()) if n else 1)
+    header: list[tuple[str, object]] = []
+    for key, value in (header_extra or {}).items():
+        key, value = str(key), str(value)
+        if not re.fullmatch(r"[A-Za-z][\w ]*", key) or key != key.strip():
+            raise ValueError(f"header_extra key {key!r} must be a word (letters, digits, '_', spaces)")
+        if "\n" in value or "\r" in value:
+            raise ValueError(f"header_extra value for {key!r} must be a single line")
+        if key.lower() in _WRITTEN_KEYS:
+            raise ValueError(f"header_extra may not set {key!r}: write_swf writes it from the workload")
+        header.append((key, value))
+    header += [("MaxJobs", n), ("MaxRecords", n)]
+    if w.max_nodes > 0:
+        header.append(("MaxNodes", int(w.max_nodes)))
+    header.append(("MaxProcs", max_procs))
+
+    table = np.full((n, N_COLUMNS), -1, dtype=np.int64)
+    table[:, _JOB_ID] = np.asarray(w.job_id)
+    table[:, _SUBMIT] = np.asarray(w.submit)
+    table[:, _RUN] = np.asarray(w.run)
+    table[:, _ALLOC] = np.asarray(w.cores)
+    table[:, _REQ_PROCS] = np.asarray(w.cores)
+    table[:, _REQ_TIME] = np.asarray(w.req_time)
+    table[:, 10] = 1  # status: completed
+    table[:, _USER] = np.asarray(w.user)
+    table[:, _QUEUE] = np.asarray(w.queue)
+
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "wt", encoding="utf-8", newline="\n") as f:
+        for key, value in header:
+            f.write(f"; {key}: {value}\n")
+        np.savetxt(f, table, fmt="%d", delimiter=" ")
