@@ -1,0 +1,45 @@
+"""Run any policy (heuristic or learned, `policy(params, obs, key) -> action`) on an env for whole
+episodes and collect the env's end-of-episode metrics.
+
+Episodes run in one jitted `lax.while_loop` per batch, `vmap`ped over episode keys: the same keys give
+every policy the same episodes (the reset draws the workload window from the key).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def run_episode(env, env_params, policy, policy_params, key: jax.Array) -> dict[str, jax.Array]:
+    """One episode to its end (terminated or truncated); returns `env.metrics` plus `return`."""
+    k_reset, k_loop = jax.random.split(key)
+    obs, state = env.reset(k_reset, env_params)
+
+    def cond(carry):
+        return ~carry[2]
+
+    def body(carry):
+        obs, state, _, total, k = carry
+        k, k_act, k_step = jax.random.split(k, 3)
+        action = policy(policy_params, obs, k_act)
+        obs, state, reward, terminated, truncated, _ = env.step_env(k_step, state, action, env_params)
+        return obs, state, terminated | truncated, total + reward, k
+
+    init = (obs, state, jnp.bool_(False), jnp.float32(0.0), k_loop)
+    _, state, _, total, _ = jax.lax.while_loop(cond, body, init)
+    out = dict(env.metrics(state, env_params))
+    out["return"] = total
+    return out
+
+
+def evaluate_policy(env, env_params, policy, keys: jax.Array, policy_params=None) -> dict[str, np.ndarray]:
+    """Metrics of one episode per key, as numpy arrays `[num_keys]`."""
+    fn = jax.jit(jax.vmap(lambda k: run_episode(env, env_params, policy, policy_params, k)))
+    return {k: np.asarray(v) for k, v in fn(keys).items()}
+
+
+def summarize(per_episode: dict[str, np.ndarray]) -> dict[str, tuple[float, float]]:
+    """`{metric: (mean, std)}` over episodes."""
+    return {k: (float(np.mean(v)), float(np.std(v))) for k, v in per_episode.items()}
