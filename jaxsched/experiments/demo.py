@@ -9,7 +9,7 @@ import time
 import jax
 
 from jaxsched.envs.hpc import HPCConfig, HPCEnv
-from jaxsched.experiments.evaluate import evaluate_policy, summarize
+from jaxsched.experiments.evaluate import evaluate_policies, summarize
 from jaxsched.experiments.report import print_metric_table, write_json
 from jaxsched.policies.hpc import heuristic_policies, random_valid_policy
 from jaxsched.workloads.lublin import LublinConfig, generate_bank
@@ -29,16 +29,16 @@ def run_demo(episodes: int = 8, episode_jobs: int = 256, n_cores: int = 256, see
     generated episodes; the window is head-only and large so heuristics see (almost) the whole queue."""
     t0 = time.perf_counter()
     key_bank, key_eval = jax.random.split(jax.random.key(seed))
-    bank, starts, ends = generate_bank(key_bank, LublinConfig(n_nodes=n_cores), episodes, 2 * episode_jobs)
+    bank, starts, ends = generate_bank(key_bank, LublinConfig(n_nodes=n_cores, whole_sample=True), episodes, 2 * episode_jobs)
     env = HPCEnv(HPCConfig(n_cores=n_cores, window_head=window, window_tail=0, queue_capacity=512))
     params = env.make_params(bank, starts=starts, ends=ends, episode_jobs=episode_jobs)
     policies = heuristic_policies(env, ("fcfs", "lcfs", "sjf", "f1"))
     policies["random_valid"] = random_valid_policy(env)
     keys = jax.random.split(key_eval, episodes)
-    rows = {}
-    for name, policy in policies.items():
-        rows[name] = summarize(evaluate_policy(env, params, policy, keys))
-        print(f"  {name:<14} done ({time.perf_counter() - t0:5.1f} s)", flush=True)
+    print(f"evaluating {len(policies)} policies on {episodes} episodes (one compiled program) ...", flush=True)
+    per_policy = evaluate_policies(env, params, policies, keys)
+    rows = {name: summarize(m) for name, m in per_policy.items()}
+    print(f"done in {time.perf_counter() - t0:.1f} s", flush=True)
     print_metric_table(
         rows,
         HPC_METRICS,

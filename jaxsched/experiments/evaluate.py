@@ -43,3 +43,23 @@ def evaluate_policy(env, env_params, policy, keys: jax.Array, policy_params=None
 def summarize(per_episode: dict[str, np.ndarray]) -> dict[str, tuple[float, float]]:
     """`{metric: (mean, std)}` over episodes."""
     return {k: (float(np.mean(v)), float(np.std(v))) for k, v in per_episode.items()}
+
+
+def evaluate_policies(env, env_params, policies: dict, keys: jax.Array) -> dict[str, dict[str, np.ndarray]]:
+    """Several parameter-free policies (heuristics) on the same episodes, compiled as one program.
+
+    The policies become branches of one `lax.switch`, `vmap`ped over (policy, episode): one compile
+    instead of one per policy. Returns `{policy name: {metric: [num_keys]}}`.
+    """
+    names = list(policies)
+    branches = [lambda obs, k, p=policies[n]: p(None, obs, k) for n in names]
+
+    def switched(index, obs, key):
+        return jax.lax.switch(index, branches, obs, key)
+
+    def one(index, key):
+        return run_episode(env, env_params, lambda _, obs, k: switched(index, obs, k), None, key)
+
+    fn = jax.jit(jax.vmap(jax.vmap(one, in_axes=(None, 0)), in_axes=(0, None)))
+    out = fn(jnp.arange(len(names)), keys)
+    return {n: {k: np.asarray(v[i]) for k, v in out.items()} for i, n in enumerate(names)}

@@ -22,7 +22,7 @@ def default_hpc_setup(n_cores: int = 256, head: int = 9, tail: int = 1, episode_
     """The DBF env (9 + 1 split window) over a generated Lublin bank: what the benchmark runs."""
     env = HPCEnv(HPCConfig(n_cores=n_cores, window_head=head, window_tail=tail))
     jobs_per_episode = 2 * episode_jobs
-    bank, starts, ends = generate_bank(jax.random.key(seed), LublinConfig(n_nodes=n_cores), n_episodes,
+    bank, starts, ends = generate_bank(jax.random.key(seed), LublinConfig(n_nodes=n_cores, whole_sample=True), n_episodes,
                                        jobs_per_episode)
     params = env.make_params(bank, starts=starts, ends=ends, episode_jobs=episode_jobs)
     return env, params

@@ -1,0 +1,641 @@
+"""RLScheduler's heuristic table (Zhang et al., SC'20, Tables V/VI): FCFS, WFP3, UNI, SJF, F1 by sequence.
+
+Reproduces `HPCEnv.schedule_curr_sequence_reset` of DIR-LAB/deep-batch-scheduler (`HPCSimPickJobs.py`,
+`cluster.py`, `job.py`) as one jitted `lax.while_loop`, `vmap`-ed over (start, policy) lanes.
+
+The model, exactly as RLScheduler's code runs it:
+  * Trace: the SWF jobs with run time != 0 (negative -> 10 s), in job-id order (`load_swf(sort="job_id")`).
+  * Machine: `MaxNodes` nodes of `MaxProcs / MaxNodes` processors (true division; `MaxProcs = MaxNodes` when
+    absent); a job holds `ceil(procs / ppn)` whole nodes (`Cluster.can_allocated`).
+  * A sequence is the `length` jobs from index `start`. Time starts at its first job's submit time, the
+    cluster empty and that job queued.
+  * Decision: the queued job with the lowest score (stable sort of the queue list: score ties go to the lower
+    job index). If it does not fit, the choice is *committed*: it waits, one event at a time, until it fits.
+    An event is the next arrival (of this sequence) if its submit time is <= the next completion, else the
+    release of *one* running job -- the one with the smallest actual end `start + run`; among equal ends,
+    the first in RLScheduler's `running_jobs` list (start order, re-sorted by requested end each time
+    back-filling computes an earliest start). Released nodes are free only after their release event.
+  * Back-filling (`--backfill`, `moveforward_for_resources_backfill_greedy`): when the committed job first
+    fails to fit, its earliest start is the requested end `start + req` of the running job (in requested-end
+    order) at which the free nodes plus the nodes released so far reach its need; it is not updated later.
+    Before every event, every queued job (in FCFS order: submit time, then -- among equal submit times --
+    the order of the last score sort, later arrivals last) that fits now and has `now + req < earliest start`
+    starts now.
+  * When the queue is empty, events run until an arrival; the sequence ends when all `length` jobs started.
+  * bsld = mean over jobs of max(1, (wait + run) / max(run, 10)); util = sum(run * procs) / ((time of the
+    last start - first submit) * MaxProcs) (`post_process_score`, score_type 3). Values per start are summed
+    in start order like RLScheduler's dict; the table reports their mean over the starts (`np.mean`).
+
+Policies (lowest score first; s submit, r requested time, n processors, w waiting time):
+  fcfs s | lcfs -s | sjf (r, s) | smallest (n, s) | f1 log10(r)·n + 870·log10(s) |
+  wfp3 -(w/r)^3·n | uni -(w + 1e-15)/(log2(n + 1e-15)·r)                      (`jaxsched.policies.scores`)
+  `wfp3` and `uni` are RLScheduler's code as published: a queued job's `scheduled_time` is still -1, so its
+  "waiting time" is -1 - s and both scores are fixed per job. `wfp3_real` / `uni_real` use w = now - s.
+
+Starts: a comma list (`1981,2756`), `random:N:SEED` (N starts drawn uniformly from [0, J - length] with
+`numpy.random.default_rng(SEED)`), or `rlscheduler:N:SEED` -- the N starts RLScheduler's
+`compare-pick-jobs.py` / `make_table_script.py` test on (`env.seed(SEED)` with gym 0.15 seeding, then
+`reset_for_test` draws `np_random.randint(length, J - length - 1)` each time, ignoring its `start`
+argument). The paper used seed 1, 10 starts, length 1024: 1981, 2756, 4299, 8850, 3316, 2714, 5228, 7762,
+4022, 7085 on the 10000-job Lublin traces. `rlscheduler:10:1` is the default.
+
+Numerics: static scores (every policy except the `_real` ones) are computed once per job on the host in
+numpy float64 -- the same operations RLScheduler runs, so the ordering is bit-for-bit its ordering (F1's
+870·log10(s) with s ~ 1e7 s needs float64: float32 cannot separate jobs 1 s apart) -- and enter the loop as
+integer ranks. The `_real` scores depend on the clock and are computed inside the loop in float64 under a
+scoped `jax.enable_x64` (XLA's pow/log may differ from numpy's in the last bit: only exact near-ties can
+order differently). Times are int32 seconds; the metrics are float64 numpy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import struct
+import sys
+import time
+from functools import partial
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxsched.policies.scores import score as heuristic_score
+from jaxsched.workloads.base import Workload
+
+STATIC_POLICIES = ("fcfs", "lcfs", "sjf", "smallest", "f1", "wfp3", "uni")
+DYNAMIC_POLICIES = ("wfp3_real", "uni_real")
+POLICIES = STATIC_POLICIES + DYNAMIC_POLICIES
+DEFAULT_POLICIES = ("fcfs", "wfp3", "uni", "sjf", "f1")
+METRICS = ("bsld", "util")
+DEFAULT_STARTS = "rlscheduler:10:1"
+
+_I32 = jnp.int32
+_NEVER = int(np.iinfo(np.int32).max)
+
+
+# --- host side: trace, machine, scores, starts ------------------------------------------------------------
+
+
+def machine_nodes(workload: Workload) -> tuple[int, np.ndarray]:
+    """`(total nodes, nodes per job i64[J])` as RLScheduler's `Cluster` counts them.
+
+    `Cluster(max_nodes, max_procs / max_nodes)` divides as floats and `can_allocated` takes
+    `ceil(float(procs) / ppn)`: reproduced in float64 (not `Workload.procs_per_node`, which floors).
+    Without `MaxNodes` (RLScheduler would divide by zero) every processor is a node.
+    """
+    procs = np.asarray(workload.cores, dtype=np.int64)
+    if workload.max_nodes > 0:
+        total = int(workload.max_nodes)
+        ppn = float(workload.max_procs) / float(workload.max_nodes)
+    else:
+        total = int(workload.max_procs)
+        ppn = 1.0
+    nodes = np.ceil(procs.astype(np.float64) / ppn).astype(np.int64)
+    wide = nodes > total
+    if wide.any():
+        i = int(np.argmax(wide))
+        raise ValueError(
+            f"job index {i} (job_id {int(workload.job_id[i])}) needs {nodes[i]} nodes ({procs[i]} procs at "
+            f"{ppn:g} per node), more than the machine's {total}"
+        )
+    return total, nodes
+
+
+def static_rank(policy: str, submit: np.ndarray, procs: np.ndarray, req: np.ndarray) -> np.ndarray:
+    """Dense rank `i32[n]` of RLScheduler's float64 score of each job (equal scores share a rank).
+
+    Ties among equal scores go to the lower index in the loop, which is what RLScheduler's stable sort of its
+    arrival-ordered queue gives (an equal-score pair is never reordered: the FCFS sorts of back-filling keep
+    submit order, which is index order). `sjf`'s `(r, s)` and `smallest`'s `(n, s)` keys therefore rank like
+    `r` and `n` alone.
+    """
+    submit = np.asarray(submit, dtype=np.int64)
+    # The published WFP3/UNI read `scheduled_time - submit_time` of a job still in the queue: -1 - submit.
+    wait = -1 - submit if policy in ("wfp3", "uni") else np.zeros_like(submit)
+    key = np.asarray(heuristic_score(policy, submit, procs, req, wait, xp=np), dtype=np.float64)
+    _, inverse = np.unique(key, return_inverse=True)  # -0.0 == 0.0: one rank
+    return inverse.reshape(-1).astype(np.int32)
+
+
+def _gym015_random_state(seed: int) -> np.random.RandomState:
+    """`gym.utils.seeding.np_random(seed)` of gym 0.15 (RLScheduler's pinned gym), for an int seed >= 0."""
+    digest = hashlib.sha512(str(seed % 2**64).encode("utf8")).digest()[:8]
+    words = struct.unpack("2I", digest)  # little-endian 32-bit words -> a 64-bit int
+    big = words[0] + (words[1] << 32)
+    init = []
+    while big > 0:
+        big, low = divmod(big, 2**32)
+        init.append(low)
+    rng = np.random.RandomState()
+    rng.seed(init)
+    return rng
+
+
+def parse_starts(spec: str | list | tuple, n_jobs: int, length: int) -> list[int]:
+    """Starts from a comma list, `random:N:SEED` or `rlscheduler:N:SEED` (module docstring); validated."""
+    if length < 1:
+        raise ValueError(f"--length must be >= 1, got {length}")
+    if n_jobs < length:
+        raise ValueError(f"the trace has {n_jobs} jobs, fewer than --length {length}")
+    if isinstance(spec, (list, tuple)):
+        starts = [int(s) for s in spec]
+    else:
+        spec = str(spec).strip()
+        kind, _, rest = spec.partition(":")
+        if kind in ("random", "rlscheduler"):
+            parts = rest.split(":")
+            try:
+                n, seed = int(parts[0]), int(parts[1])
+                if len(parts) != 2:
+                    raise IndexError
+            except (ValueError, IndexError):
+                raise ValueError(
+                    f"--starts {spec!r}: expected '{kind}:N:SEED' with integers N and SEED"
+                ) from None
+            if n < 1 or seed < 0:
+                raise ValueError(f"--starts {spec!r}: N must be >= 1 and SEED >= 0")
+            if kind == "random":
+                rng = np.random.default_rng(seed)
+                starts = rng.integers(0, n_jobs - length, size=n, endpoint=True).tolist()
+            else:
+                low, high = length, n_jobs - length - 1
+                if high <= low:
+                    raise ValueError(
+                        f"--starts {spec!r}: RLScheduler draws starts from [length, J - length - 1) = "
+                        f"[{low}, {high}), empty for J = {n_jobs}"
+                    )
+                rng = _gym015_random_state(seed)
+                starts = [int(rng.randint(low, high)) for _ in range(n)]
+        else:
+            try:
+                starts = [int(tok) for tok in spec.split(",") if tok.strip()]
+            except ValueError:
+                raise ValueError(
+                    f"--starts {spec!r}: expected comma-separated integers, 'random:N:SEED' or "
+                    "'rlscheduler:N:SEED'"
+                ) from None
+    if not starts:
+        raise ValueError("--starts: no starts given")
+    for s in starts:
+        if s < 0 or s + length > n_jobs:
+            raise ValueError(
+                f"start {s} out of range: a sequence of {length} jobs needs 0 <= start <= {n_jobs - length} "
+                f"(the trace has {n_jobs} jobs)"
+            )
+    return [int(s) for s in starts]
+
+
+def _check_policies(policies) -> list[str]:
+    if isinstance(policies, str):
+        policies = [p for p in policies.split(",") if p.strip()]
+    policies = [p.strip() for p in policies]
+    if not policies:
+        raise ValueError("no policies given")
+    for p in policies:
+        if p not in POLICIES:
+            raise ValueError(f"unknown policy {p!r}; choose from {', '.join(POLICIES)}")
+    return policies
+
+
+def _check_metric(metric: str) -> str:
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; choose from {', '.join(METRICS)}")
+    return metric
+
+
+# --- the jitted loop ----------------------------------------------------------------------------------------
+
+
+def _simulate_one(submit, run, req, nodes, total_nodes, key_fn, key_big, *, backfill: bool, capacity: int):
+    """One sequence: `i32[L]` job fields, `total_nodes` scalar, `key_fn(now) -> key[L]` (lower first).
+
+    Running jobs live in a table of `capacity` slots kept sorted by (requested end, list rank) -- the order
+    the back-filling earliest-start scan reads -- with each job's actual end and `rank`, its place in
+    RLScheduler's `running_jobs` list (start order, re-ranked by requested end when an earliest start is
+    computed), which breaks ties among equal actual ends. A job holds >= 1 node, so `capacity = min(nodes,
+    L)` never overflows (checked anyway). Each iteration either starts one job or runs one event.
+    Returns `(start i32[L], order i32[L], now, ok)`.
+    """
+    L = submit.shape[0]
+    R = capacity
+    idx = jnp.arange(L, dtype=_I32)
+    slots = jnp.arange(R, dtype=_I32)
+    key0 = key_fn(submit[0])
+    big = jnp.asarray(key_big, key0.dtype)
+    never = jnp.asarray(_NEVER, _I32)
+    zero, one = jnp.asarray(0, _I32), jnp.asarray(1, _I32)
+
+    init = dict(
+        now=submit[0],
+        nxt=one,  # jobs [0, nxt) have arrived
+        n_started=zero,
+        c=jnp.asarray(-1, _I32),  # committed choice
+        nxt_c=zero,  # arrivals at the time of the choice (the last score sort)
+        ckey=jnp.full((L,), big),  # scores at the time of the choice
+        est=zero,
+        est_ok=jnp.asarray(False),
+        free=jnp.asarray(total_nodes, _I32),
+        start=jnp.full((L,), -1, _I32),
+        order=jnp.full((L,), -1, _I32),
+        t_req=jnp.full((R,), never),
+        t_act=jnp.full((R,), never),
+        t_rank=jnp.full((R,), never),
+        t_nodes=jnp.zeros((R,), _I32),
+        t_len=zero,
+        it=zero,
+        bad=jnp.asarray(False),
+    )
+    max_iters = 4 * L + 16  # L starts + (L - 1) arrivals + <= L releases
+
+    def cond(s):
+        return (s["n_started"] < L) & (s["it"] < max_iters) & ~s["bad"]
+
+    def body(s):
+        now, free = s["now"], s["free"]
+        queued = (idx < s["nxt"]) & (s["start"] < 0)
+        # Choose when nothing is committed and the queue is not empty.
+        choose = (s["c"] < 0) & jnp.any(queued)
+        key = key_fn(now)
+        best = jnp.argmin(jnp.where(queued, key, big)).astype(_I32)  # first minimum: lower index on ties
+        c = jnp.where(choose, best, s["c"])
+        ckey = jnp.where(choose, key, s["ckey"])
+        nxt_c = jnp.where(choose, s["nxt"], s["nxt_c"])
+        est_ok = s["est_ok"] & ~choose
+        has_c = c >= 0
+        cc = jnp.maximum(c, 0)
+        fit_c = has_c & (nodes[cc] <= free)
+        blocked = has_c & ~fit_c
+        live = slots < s["t_len"]
+        t_rank, est = s["t_rank"], s["est"]
+
+        if backfill:
+            # Earliest start, once per committed choice: RLScheduler sorts running_jobs by requested end
+            # (which also re-orders its list: ranks become table positions) and walks it adding nodes.
+            do_est = blocked & ~est_ok
+            cum = free + jnp.cumsum(jnp.where(live, s["t_nodes"], 0), dtype=_I32)
+            hit = live & (cum >= nodes[cc])
+            last = jnp.maximum(s["t_len"] - 1, 0)
+            est_new = jnp.where(
+                jnp.any(hit), s["t_req"][jnp.argmax(hit)], jnp.where(s["t_len"] > 0, s["t_req"][last], now)
+            )
+            est = jnp.where(do_est, est_new, est)
+            t_rank = jnp.where(do_est & live, slots, t_rank)
+            est_ok = est_ok | do_est
+            # One back-fill start per iteration: the first in FCFS list order that fits and ends in time.
+            elig = blocked & queued & (nodes <= free) & (now + req < est)
+            s_min = jnp.min(jnp.where(elig, submit, never))
+            group = elig & (submit == s_min)
+            # Equal submit times keep the order of the last score sort; later arrivals come after.
+            k2 = jnp.where(group & (idx < nxt_c), ckey, big)
+            group = group & (k2 == jnp.min(k2))
+            bf = jnp.any(elig)
+            j_bf = jnp.argmax(group).astype(_I32)
+        else:
+            bf = jnp.asarray(False)
+            j_bf = zero
+
+        # --- start c (fits) or a back-fill job -----------------------------------------------------------
+        do_start = fit_c | bf
+        j = jnp.where(fit_c, cc, j_bf)
+        start = s["start"].at[j].set(jnp.where(do_start, now, s["start"][j]))
+        order = s["order"].at[j].set(jnp.where(do_start, s["n_started"], s["order"][j]))
+        new_req = now + req[j]
+        pos = jnp.sum(live & (s["t_req"] <= new_req), dtype=_I32)  # after equal requested ends (rank is max)
+        ins = do_start
+
+        def insert(x, v):
+            shifted = jnp.concatenate([x[:1], x[:-1]])
+            x = jnp.where(ins & (slots > pos), shifted, x)
+            return jnp.where(ins & (slots == pos), jnp.asarray(v, x.dtype), x)
+
+        t_req = insert(s["t_req"], new_req)
+        t_act = insert(s["t_act"], now + run[j])
+        t_rank = insert(t_rank, s["n_started"])
+        t_nodes = insert(s["t_nodes"], nodes[j])
+        overflow = ins & (s["t_len"] >= R)
+        t_len = s["t_len"] + ins.astype(_I32)
+        free = free - jnp.where(do_start, nodes[j], 0)
+        n_started = s["n_started"] + do_start.astype(_I32)
+        c = jnp.where(fit_c, -1, c)
+
+        # --- otherwise one event: the next arrival if due by the next completion, else one release -------
+        do_event = ~do_start
+        min_act = jnp.min(jnp.where(live, t_act, never))
+        tie = live & (t_act == min_act)
+        slot = jnp.argmin(jnp.where(tie, t_rank, never)).astype(_I32)
+        nx = jnp.minimum(s["nxt"], L - 1)
+        arrival_due = (s["nxt"] < L) & (submit[nx] <= min_act)
+        arrive = do_event & arrival_due
+        release = do_event & ~arrival_due & (s["t_len"] > 0)
+        stuck = do_event & ~arrival_due & (s["t_len"] == 0)
+        now = jnp.where(
+            arrive, jnp.maximum(now, submit[nx]), jnp.where(release, jnp.maximum(now, min_act), now)
+        )
+        nxt = s["nxt"] + arrive.astype(_I32)
+        free = free + jnp.where(release, t_nodes[slot], 0)
+
+        def remove(x, fill):
+            shifted = jnp.concatenate([x[1:], jnp.full((1,), fill, x.dtype)])
+            return jnp.where(release & (slots >= slot), shifted, x)
+
+        t_req = remove(t_req, _NEVER)
+        t_act = remove(t_act, _NEVER)
+        t_rank = remove(t_rank, _NEVER)
+        t_nodes = remove(t_nodes, 0)
+        t_len = t_len - release.astype(_I32)
+
+        return dict(
+            now=now,
+            nxt=nxt,
+            n_started=n_started,
+            c=c,
+            nxt_c=nxt_c,
+            ckey=ckey,
+            est=est,
+            est_ok=est_ok,
+            free=free,
+            start=start,
+            order=order,
+            t_req=t_req,
+            t_act=t_act,
+            t_rank=t_rank,
+            t_nodes=t_nodes,
+            t_len=t_len,
+            it=s["it"] + 1,
+            bad=s["bad"] | overflow | stuck,
+        )
+
+    out = lax.while_loop(cond, body, init)
+    ok = (out["n_started"] == L) & ~out["bad"]
+    return out["start"], out["order"], out["now"], ok
+
+
+@partial(jax.jit, static_argnames=("backfill", "capacity"))
+def _run_static(submit, run, req, nodes, rank, total_nodes, *, backfill: bool, capacity: int):
+    """Lanes `[B, L]` with static integer ranks (all policies but the `_real` ones)."""
+
+    def one(submit, run, req, nodes, rank, total):
+        return _simulate_one(
+            submit, run, req, nodes, total, lambda now: rank, _NEVER, backfill=backfill, capacity=capacity
+        )
+
+    return jax.vmap(one)(submit, run, req, nodes, rank, total_nodes)
+
+
+@partial(jax.jit, static_argnames=("backfill", "capacity"))
+def _run_dynamic(
+    submit, run, req, nodes, req_f, procs_f, uni_denom, kind, total_nodes, *, backfill, capacity
+):
+    """Lanes `[B, L]` with clock-dependent float64 scores (`kind` 0: wfp3_real, 1: uni_real). Call under
+    `jax.enable_x64(True)`."""
+
+    def one(submit, run, req, nodes, req_f, procs_f, uni_denom, kind, total):
+        submit_f = submit.astype(jnp.float64)
+
+        def key_fn(now):
+            w = now.astype(jnp.float64) - submit_f
+            x = w / req_f
+            wfp3 = -(x * x * x) * procs_f  # RLScheduler: -np.power(w / r, 3) * n
+            uni = -(w + 1e-15) / uni_denom  # denominator log2(n + 1e-15) * r from the host (numpy)
+            return jnp.where(kind == 0, wfp3, uni)
+
+        return _simulate_one(
+            submit, run, req, nodes, total, key_fn, np.inf, backfill=backfill, capacity=capacity
+        )
+
+    return jax.vmap(one)(submit, run, req, nodes, req_f, procs_f, uni_denom, kind, total_nodes)
+
+
+# --- driver ---------------------------------------------------------------------------------------------
+
+
+def _lane_arrays(workload: Workload, starts: list[int], length: int):
+    submit = np.asarray(workload.submit, dtype=np.int64)
+    run = np.asarray(workload.run, dtype=np.int64)
+    req = np.asarray(workload.req_time, dtype=np.int64)
+    procs = np.asarray(workload.cores, dtype=np.int64)
+    total, nodes = machine_nodes(workload)
+    sl = np.stack([np.arange(s, s + length) for s in starts])  # [S, L]
+    # Every time the loop forms (starts, ends, requested ends) is below this bound: keep it in int32.
+    for row in sl:
+        bound = int(submit[row].max()) + int(np.maximum(run[row], req[row]).sum()) + int(req[row].max())
+        if bound >= _NEVER:
+            raise ValueError(
+                f"sequence at start {row[0]}: times could exceed int32 seconds ({bound}); shift the trace's "
+                "submit times towards 0"
+            )
+    return dict(submit=submit[sl], run=run[sl], req=req[sl], procs=procs[sl], nodes=nodes[sl], total=total)
+
+
+def simulate_lanes(workload: Workload, starts: list[int], length: int, policies: list[str], backfill: bool):
+    """Run every (policy, start) pair. Returns `{policy: (start_time i64[S, L], order i32[S, L],
+    last_start i64[S])}` with absolute times; `order[i]` is job i's place in the start order."""
+    policies = _check_policies(policies)
+    a = _lane_arrays(workload, starts, length)
+    S, L = a["submit"].shape
+    capacity = int(min(a["total"], L))
+    static = [p for p in policies if p in STATIC_POLICIES]
+    dynamic = [p for p in policies if p in DYNAMIC_POLICIES]
+    results = {}
+
+    def tile(x, k):
+        return np.concatenate([x] * k, axis=0)
+
+    def lanes_done(names, start_t, order, last, ok):
+        start_t, order, last, ok = (np.asarray(v) for v in (start_t, order, last, ok))
+        if not ok.all():
+            bad = int(np.argmin(ok))
+            raise RuntimeError(
+                f"simulation did not finish for policy {names[bad // S]} at start {starts[bad % S]} "
+                "(internal error: stuck or running-table overflow)"
+            )
+        for k, name in enumerate(names):
+            lanes = slice(k * S, (k + 1) * S)
+            results[name] = (start_t[lanes].astype(np.int64), order[lanes], last[lanes].astype(np.int64))
+
+    if static:
+        ranks = np.concatenate(
+            [
+                np.stack([static_rank(p, a["submit"][i], a["procs"][i], a["req"][i]) for i in range(S)])
+                for p in static
+            ]
+        )
+        k = len(static)
+        out = _run_static(
+            jnp.asarray(tile(a["submit"], k), _I32),
+            jnp.asarray(tile(a["run"], k), _I32),
+            jnp.asarray(tile(a["req"], k), _I32),
+            jnp.asarray(tile(a["nodes"], k), _I32),
+            jnp.asarray(ranks, _I32),
+            jnp.full((k * S,), a["total"], _I32),
+            backfill=bool(backfill),
+            capacity=capacity,
+        )
+        lanes_done(static, *out)
+    if dynamic:
+        k = len(dynamic)
+        req_f = a["req"].astype(np.float64)
+        procs_f = a["procs"].astype(np.float64)
+        uni_denom = np.log2(procs_f + 1e-15) * req_f  # RLScheduler's numpy float64 operations
+        kind = np.repeat(np.array([DYNAMIC_POLICIES.index(p) for p in dynamic], np.int32), S)
+        # x64 is scoped to this call: WFP3/UNI with the real waiting time compare float64 scores in the loop.
+        with jax.enable_x64(True):
+            out = _run_dynamic(
+                jnp.asarray(tile(a["submit"], k), _I32),
+                jnp.asarray(tile(a["run"], k), _I32),
+                jnp.asarray(tile(a["req"], k), _I32),
+                jnp.asarray(tile(a["nodes"], k), _I32),
+                jnp.asarray(tile(req_f, k), jnp.float64),
+                jnp.asarray(tile(procs_f, k), jnp.float64),
+                jnp.asarray(tile(uni_denom, k), jnp.float64),
+                jnp.asarray(kind, _I32),
+                jnp.full((k * S,), a["total"], _I32),
+                backfill=bool(backfill),
+                capacity=capacity,
+            )
+            out = jax.device_get(out)
+        lanes_done(dynamic, *out)
+    return {p: results[p] for p in policies}, a
+
+
+def sequence_metrics(submit, run, procs, start_time, order, last_start, max_procs: int) -> dict[str, float]:
+    """bsld and util of one sequence, float64, summed in start order like RLScheduler's `scheduled_logs`."""
+    submit, run, procs, start_time = (np.asarray(x, dtype=np.int64) for x in (submit, run, procs, start_time))
+    n = submit.shape[0]
+    seq = np.argsort(np.asarray(order), kind="stable")
+    wait = start_time - submit
+    bsld = np.maximum(1.0, (wait + run).astype(np.float64) / np.maximum(run, 10).astype(np.float64))
+    bsld_sum = float(np.add.accumulate(bsld[seq] / n)[-1])
+    span = (int(last_start) - int(submit[0])) * int(max_procs)
+    if span > 0:
+        util = float(np.add.accumulate((run * procs).astype(np.float64)[seq] / span)[-1])
+    else:  # every job started at the first submit time: RLScheduler divides by zero
+        util = math.nan
+    return {"bsld": bsld_sum, "util": util}
+
+
+def per_start_table(
+    workload: Workload, starts, length: int, policies, backfill: bool, metric: str
+) -> dict[str, np.ndarray]:
+    """`{policy: f64[S]}`: the metric of every start."""
+    metric = _check_metric(metric)
+    starts = parse_starts(starts, workload.num_jobs, length)
+    results, a = simulate_lanes(workload, starts, length, policies, backfill)
+    table = {}
+    for name, (start_t, order, last) in results.items():
+        vals = [
+            sequence_metrics(
+                a["submit"][i], a["run"][i], a["procs"][i], start_t[i], order[i], last[i], workload.max_procs
+            )[metric]
+            for i in range(len(starts))
+        ]
+        table[name] = np.asarray(vals, dtype=np.float64)
+    return table
+
+
+def compute_table(
+    workload: Workload, starts, length: int, policies, backfill: bool, metric: str
+) -> dict[str, float]:
+    """`{policy: mean metric over the starts}` (RLScheduler's table cell)."""
+    return {
+        k: float(np.mean(v))
+        for k, v in per_start_table(workload, starts, length, policies, backfill, metric).items()
+    }
+
+
+def simulate_sequence(workload: Workload, start: int, length: int, policy: str, backfill: bool) -> dict:
+    """One sequence in detail: `start_time` (absolute, i64[L]), `wait`, `order` (place in the start order),
+    `last_start`, `bsld`, `util`."""
+    starts = parse_starts([start], workload.num_jobs, length)
+    results, a = simulate_lanes(workload, starts, length, [policy], backfill)
+    start_t, order, last = results[policy]
+    m = sequence_metrics(
+        a["submit"][0], a["run"][0], a["procs"][0], start_t[0], order[0], last[0], workload.max_procs
+    )
+    return {
+        "start_time": start_t[0],
+        "wait": start_t[0] - a["submit"][0],
+        "order": np.asarray(order[0]),
+        "last_start": int(last[0]),
+        **m,
+    }
+
+
+# --- CLI ------------------------------------------------------------------------------------------------
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--trace", required=True, help="SWF trace (.swf or .swf.gz)")
+    parser.add_argument("--length", type=int, default=1024, help="jobs per sequence (default 1024)")
+    parser.add_argument(
+        "--starts",
+        default=DEFAULT_STARTS,
+        help="sequence starts: comma list (1981,2756), 'random:N:SEED' (N uniform in [0, J - length]) or "
+        f"'rlscheduler:N:SEED' (RLScheduler's test starts; default {DEFAULT_STARTS})",
+    )
+    parser.add_argument("--backfill", action="store_true", help="RLScheduler's greedy back-filling")
+    parser.add_argument("--metric", default="bsld", help="bsld (average bounded slowdown) or util")
+    parser.add_argument(
+        "--policies",
+        default=",".join(DEFAULT_POLICIES),
+        help=f"comma list from {', '.join(POLICIES)} (default {','.join(DEFAULT_POLICIES)})",
+    )
+    parser.add_argument("--json", default=None, help="write {policy: mean} here ('-': print only that JSON)")
+
+
+def _load_trace(path: str) -> Workload:
+    from jaxsched.workloads.swf import load_swf
+
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"trace file not found: {path}")
+    return load_swf(p, sort="job_id")
+
+
+def run_from_args(args) -> int:
+    metric = _check_metric(args.metric)
+    policies = _check_policies(args.policies)
+    workload = _load_trace(args.trace)
+    starts = parse_starts(args.starts, workload.num_jobs, args.length)
+    t0 = time.perf_counter()
+    per_start = per_start_table(workload, starts, args.length, policies, args.backfill, metric)
+    seconds = time.perf_counter() - t0
+    means = {k: float(np.mean(v)) for k, v in per_start.items()}
+    if args.json == "-":
+        json.dump(means, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(means, f, indent=2)
+    _print_table(per_start, workload, starts, args, metric, seconds)
+    return 0
+
+
+def _print_table(per_start, workload, starts, args, metric, seconds) -> None:
+    fmt = ".2f" if metric == "bsld" else ".3f"
+    title = (
+        f"{workload.name}: {metric}, {len(starts)} sequences of {args.length} jobs, "
+        f"{'with' if args.backfill else 'without'} back-filling"
+    )
+    caption = f"starts {', '.join(map(str, starts))} ({seconds:.1f} s)"
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:  # pragma: no cover - rich is a dependency
+        print(title)
+        for name, v in per_start.items():
+            print(f"  {name:10s} {np.mean(v):{fmt}}  (min {np.min(v):{fmt}}, max {np.max(v):{fmt}})")
+        print(caption)
+        return
+    table = Table(title=title, caption=caption)
+    table.add_column("policy", style="bold")
+    for col in ("mean", "min", "max"):
+        table.add_column(f"{col} {metric}", justify="right")
+    for name, v in per_start.items():
+        table.add_row(name, f"{np.mean(v):{fmt}}", f"{np.min(v):{fmt}}", f"{np.max(v):{fmt}}")
+    Console(width=160).print(table)
