@@ -40,7 +40,7 @@ def test_queue_push_remove_keeps_order_and_counts_overflow():
 )
 def test_split_window_positions(length, head, tail, expected):
     pos, present = queue.split_window(jnp.int32(length), head, tail)
-    got = [int(p) if bool(v) else None for p, v in zip(pos, present)]
+    got = [int(p) if bool(v) else None for p, v in zip(pos, present, strict=True)]
     assert got == expected
 
 

@@ -23,8 +23,14 @@ def num_free(end: jax.Array, t: jax.Array) -> jax.Array:
     return jnp.sum(free_mask(end, t), dtype=jnp.int32)
 
 
-def allocate(end: jax.Array, t: jax.Array, n: jax.Array, until: jax.Array, enabled: jax.Array = True,
-             *others: tuple[jax.Array, jax.Array]):
+def allocate(
+    end: jax.Array,
+    t: jax.Array,
+    n: jax.Array,
+    until: jax.Array,
+    enabled: jax.Array = True,
+    *others: tuple[jax.Array, jax.Array],
+):
     """Give the `n` lowest-indexed free units to a job running until `until`.
 
     `others` are `(array[N], value)` pairs written on the same units (e.g. requested end, owner).

@@ -39,7 +39,9 @@ class LogWrapper:
         return obs, LogState(env_state, z, jnp.int32(0), z, jnp.int32(0))
 
     def step(self, key, state: LogState, action, params=None):
-        obs, env_state, reward, terminated, truncated, info = self.env.step(key, state.env_state, action, params)
+        obs, env_state, reward, terminated, truncated, info = self.env.step(
+            key, state.env_state, action, params
+        )
         done = jnp.logical_or(terminated, truncated)
         ret = state.episode_return + reward
         length = state.episode_length + 1

@@ -4,7 +4,8 @@ N identical cores and an unbounded queue (a fixed-capacity buffer here; arrivals
 as `overflow`, never dropped silently). A decision picks one of the M window slots or Fwd:
   * a valid pick (slot shows a job that fits now) starts the job: reward 0, time stays frozen;
   * Fwd, or an invalid pick, moves time to the next event (an arrival or a completion) and pays
-    R(t) = −w1(1−η(t)) − w2·L(t)/Lmax(t) − w3·W(t)/Wmax(t), evaluated at the time the cycle ends.
+    R(t) = −w1(1−η(t)) − w2·L(t)/Lmax(t) − w3·W(t)/Wmax(t), evaluated at the current time t,
+    before time moves (on the state the ended scheduling cycle leaves).
 The episode terminates once K jobs are placed (paper: 1,000), or when the workload window is
 exhausted and the queue is empty; it is truncated after `max_steps` decisions.
 
@@ -14,6 +15,7 @@ Choices the paper leaves open (each documented where it is made):
     arrival and the completions at that instant happen in the same forward.
   * The tail window never repeats a job the head shows (`core.queue.split_window`).
   * σ(t) uses the *requested* end of each core's job (what a scheduler knows); events use run times.
+    A free core has σ = 0; a busy core whose job has overrun its request shows σ = 1 s ("any moment").
   * Normalisation (§IV-A): σ and requested time by `runtime_norm` (the workload's maximum run time),
     cores by N, waiting time by `wait_norm` (default 12 h, as in RLScheduler), not clipped.
   * Lmax/Wmax are running maxima over the episode, updated after every decision; a zero maximum
@@ -60,7 +62,8 @@ class HPCConfig:
             raise ValueError("HPCConfig.window_head + window_tail must be >= 1")
         if self.window_size > self.queue_capacity:
             raise ValueError(
-                f"HPCConfig.queue_capacity ({self.queue_capacity}) must be >= the window size ({self.window_size})"
+                f"HPCConfig.queue_capacity ({self.queue_capacity}) must be >= the window size "
+                f"({self.window_size})"
             )
 
     @property
@@ -97,6 +100,7 @@ class HPCState:
     core_req_end: jnp.ndarray  # i32[N] requested end of that job (for σ)
     q_job: jnp.ndarray  # i32[Q] bank index of each queued job, arrival order, -1 empty
     q_submit: jnp.ndarray  # i32[Q] their submit times
+    q_load: jnp.ndarray  # f32[Q] their cores·requested time (for the queued part of the job load)
     q_len: jnp.ndarray  # i32
     next_job: jnp.ndarray  # i32 bank index of the next arrival
     end_job: jnp.ndarray  # i32 arrivals stop here
@@ -126,7 +130,7 @@ class HPCObs:
     submit: i32[M]       raw window fields (0 where absent)
     cores:  i32[M]
     req_time: i32[M]
-    sigma:  i32[N]       requested time left per core (0 = free)
+    sigma:  i32[N]       requested time left per core (0 = free; >= 1 while busy)
     t:      i32          current time
     """
 
@@ -137,6 +141,11 @@ class HPCObs:
     req_time: jnp.ndarray
     sigma: jnp.ndarray
     t: jnp.ndarray
+
+
+def _job_load(bank: Workload, j: jax.Array) -> jax.Array:
+    """cores · requested time of bank job `j`, as f32 (the paper's job load c_j·r_j)."""
+    return bank.cores[j].astype(jnp.float32) * bank.req_time[j].astype(jnp.float32)
 
 
 class HPCEnv(Environment[HPCState, HPCParams]):
@@ -162,6 +171,9 @@ class HPCEnv(Environment[HPCState, HPCParams]):
         """Params over `bank`. Without `starts`, every start that leaves `episode_jobs` jobs is allowed
         and arrivals run to the end of the trace. Validates the workload against the machine."""
         validate_workload(bank, self.config.n_cores)
+        # Static (non-array) fields of the bank would make every new workload a recompile; the env
+        # needs only the arrays, so canonicalise them.
+        bank = bank.replace(max_procs=self.config.n_cores, max_nodes=0, name="")
         n = bank.num_jobs
         if episode_jobs < 1:
             raise ValueError(f"episode_jobs must be >= 1, got {episode_jobs}")
@@ -204,6 +216,7 @@ class HPCEnv(Environment[HPCState, HPCParams]):
         zero_f = jnp.float32(0.0)
         q_job = jnp.full((cfg.queue_capacity,), -1, jnp.int32).at[0].set(start)
         q_submit = jnp.zeros((cfg.queue_capacity,), jnp.int32).at[0].set(t)
+        q_load = jnp.zeros((cfg.queue_capacity,), jnp.float32).at[0].set(_job_load(params.bank, start))
         state = HPCState(
             t=t,
             t0=t,
@@ -211,6 +224,7 @@ class HPCEnv(Environment[HPCState, HPCParams]):
             core_req_end=jnp.zeros((cfg.n_cores,), jnp.int32),
             q_job=q_job,
             q_submit=q_submit,
+            q_load=q_load,
             q_len=jnp.int32(1),
             next_job=start + 1,
             end_job=params.ends[s],
@@ -264,7 +278,7 @@ class HPCEnv(Environment[HPCState, HPCParams]):
             state.core_end, t, c, t + run, place, (state.core_req_end, t + req[slot])
         )
         q_after_pick, q_len = queue.remove_at(
-            (state.q_job, state.q_submit), state.q_len, pos[slot], (-1, 0), place
+            (state.q_job, state.q_submit, state.q_load), state.q_len, pos[slot], (-1, 0, 0.0), place
         )
         wait = (t - submit[slot]).astype(jnp.float32)
         run_f = run.astype(jnp.float32)
@@ -280,14 +294,14 @@ class HPCEnv(Environment[HPCState, HPCParams]):
         reward = jnp.where(forward, -penalty, 0.0).astype(jnp.float32)
 
         has_arrival = state.next_job < state.end_job
-        t_arrival = jnp.where(has_arrival, bank.submit[jnp.minimum(state.next_job, bank.submit.shape[0] - 1)],
-                              cluster.NEVER)
+        next_idx = jnp.minimum(state.next_job, bank.submit.shape[0] - 1)
+        t_arrival = jnp.where(has_arrival, bank.submit[next_idx], cluster.NEVER)
         t_release = cluster.next_release(state.core_end, t)
         t_next = jnp.minimum(t_arrival, t_release)
         t_next = jnp.where(forward & (t_next < cluster.NEVER), t_next, t)
         admit = forward & has_arrival & (t_arrival <= t_next)
-        (q_job, q_submit), q_len, overflowed = queue.push(
-            q_after_pick, q_len, (state.next_job, t_arrival), admit
+        (q_job, q_submit, q_load), q_len, overflowed = queue.push(
+            q_after_pick, q_len, (state.next_job, t_arrival, _job_load(bank, next_idx)), admit
         )
         dt = (t_next - t).astype(jnp.float32)
 
@@ -301,6 +315,7 @@ class HPCEnv(Environment[HPCState, HPCParams]):
             core_req_end=core_req_end,
             q_job=q_job,
             q_submit=q_submit,
+            q_load=q_load,
             q_len=q_len,
             next_job=state.next_job + admit.astype(jnp.int32),
             placed=state.placed + place.astype(jnp.int32),
@@ -337,7 +352,8 @@ class HPCEnv(Environment[HPCState, HPCParams]):
         _, present, _, cores, req, submit = self._window(state, params)
         free = cluster.num_free(state.core_end, t)
         fits = present & (cores <= free)
-        sigma = cluster.busy_time_left(state.core_req_end, t)
+        busy = ~cluster.free_mask(state.core_end, t)
+        sigma = jnp.where(busy, jnp.maximum(state.core_req_end - t, 1), 0)
         wait = jnp.where(present, t - submit, 0).astype(jnp.float32)
         slots = jnp.stack(
             [
@@ -377,11 +393,8 @@ class HPCEnv(Environment[HPCState, HPCParams]):
         """
         cfg = self.config
         live = queue.live_mask(cfg.queue_capacity, state.q_len)
-        q_idx = jnp.maximum(state.q_job, 0)
         q_wait = jnp.where(live, (state.t - state.q_submit).astype(jnp.float32), 0.0)
-        q_load = jnp.sum(
-            q_wait * params.bank.cores[q_idx].astype(jnp.float32) * params.bank.req_time[q_idx].astype(jnp.float32)
-        )
+        q_load = jnp.sum(q_wait * state.q_load)
         arrived = state.placed + state.q_len
         elapsed = (state.t - state.t0).astype(jnp.float32)
         per_time = lambda x: jnp.where(elapsed > 0, x / jnp.maximum(elapsed, 1e-9), 0.0)

@@ -23,19 +23,29 @@ HPC_METRICS = [
 ]
 
 
-def run_demo(episodes: int = 8, episode_jobs: int = 256, n_cores: int = 256, seed: int = 0,
-             json_path: str | None = None, window: int = 64) -> dict:
+def run_demo(
+    episodes: int = 8,
+    episode_jobs: int = 256,
+    n_cores: int = 256,
+    seed: int = 0,
+    json_path: str | None = None,
+    window: int = 64,
+) -> dict:
     """Heuristics (with and without EASY back-filling) and a random valid policy over `episodes`
     generated episodes; the window is head-only and large so heuristics see (almost) the whole queue."""
     t0 = time.perf_counter()
     key_bank, key_eval = jax.random.split(jax.random.key(seed))
-    bank, starts, ends = generate_bank(key_bank, LublinConfig(n_nodes=n_cores, whole_sample=True), episodes, 2 * episode_jobs)
+    bank, starts, ends = generate_bank(
+        key_bank, LublinConfig(n_nodes=n_cores, whole_sample=True), episodes, 2 * episode_jobs
+    )
     env = HPCEnv(HPCConfig(n_cores=n_cores, window_head=window, window_tail=0, queue_capacity=512))
     params = env.make_params(bank, starts=starts, ends=ends, episode_jobs=episode_jobs)
     policies = heuristic_policies(env, ("fcfs", "lcfs", "sjf", "f1"))
     policies["random_valid"] = random_valid_policy(env)
     keys = jax.random.split(key_eval, episodes)
-    print(f"evaluating {len(policies)} policies on {episodes} episodes (one compiled program) ...", flush=True)
+    print(
+        f"evaluating {len(policies)} policies on {episodes} episodes (one compiled program) ...", flush=True
+    )
     per_policy = evaluate_policies(env, params, policies, keys)
     rows = {name: summarize(m) for name, m in per_policy.items()}
     print(f"done in {time.perf_counter() - t0:.1f} s", flush=True)
@@ -48,5 +58,7 @@ def run_demo(episodes: int = 8, episode_jobs: int = 256, n_cores: int = 256, see
     if overflow:
         print(f"queue overflow (arrivals refused, mean per episode): {overflow}")
     if json_path:
-        write_json(json_path, {n: {k: {"mean": m, "std": s} for k, (m, s) in r.items()} for n, r in rows.items()})
+        write_json(
+            json_path, {n: {k: {"mean": m, "std": s} for k, (m, s) in r.items()} for n, r in rows.items()}
+        )
     return rows

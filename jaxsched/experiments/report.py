@@ -8,8 +8,9 @@ from rich.console import Console
 from rich.table import Table
 
 
-def print_metric_table(rows: dict[str, dict[str, tuple[float, float]]], metrics: list[tuple[str, str, str]],
-                       title: str = "") -> None:
+def print_metric_table(
+    rows: dict[str, dict[str, tuple[float, float]]], metrics: list[tuple[str, str, str]], title: str = ""
+) -> None:
     """`rows`: policy → metric → (mean, std); `metrics`: (key, column header, format) in column order."""
     table = Table(title=title)
     table.add_column("policy", style="bold")

@@ -124,7 +124,7 @@ def static_rank(policy: str, submit: np.ndarray, procs: np.ndarray, req: np.ndar
 def _gym015_random_state(seed: int) -> np.random.RandomState:
     """`gym.utils.seeding.np_random(seed)` of gym 0.15 (RLScheduler's pinned gym), for an int seed >= 0."""
     digest = hashlib.sha512(str(seed % 2**64).encode("utf8")).digest()[:8]
-    words = struct.unpack("2I", digest)  # little-endian 32-bit words -> a 64-bit int
+    words = struct.unpack("<2I", digest)  # little-endian 32-bit words -> a 64-bit int
     big = words[0] + (words[1] << 32)
     init = []
     while big > 0:

@@ -17,13 +17,20 @@ from jaxsched.envs.hpc import HPCConfig, HPCEnv
 from jaxsched.workloads.lublin import LublinConfig, generate_bank
 
 
-def default_hpc_setup(n_cores: int = 256, head: int = 9, tail: int = 1, episode_jobs: int = 1000,
-                      n_episodes: int = 16, seed: int = 0):
+def default_hpc_setup(
+    n_cores: int = 256,
+    head: int = 9,
+    tail: int = 1,
+    episode_jobs: int = 1000,
+    n_episodes: int = 16,
+    seed: int = 0,
+):
     """The DBF env (9 + 1 split window) over a generated Lublin bank: what the benchmark runs."""
     env = HPCEnv(HPCConfig(n_cores=n_cores, window_head=head, window_tail=tail))
     jobs_per_episode = 2 * episode_jobs
-    bank, starts, ends = generate_bank(jax.random.key(seed), LublinConfig(n_nodes=n_cores, whole_sample=True), n_episodes,
-                                       jobs_per_episode)
+    bank, starts, ends = generate_bank(
+        jax.random.key(seed), LublinConfig(n_nodes=n_cores, whole_sample=True), n_episodes, jobs_per_episode
+    )
     params = env.make_params(bank, starts=starts, ends=ends, episode_jobs=episode_jobs)
     return env, params
 
@@ -78,8 +85,13 @@ def measure_env(env, params, batch: int, steps: int, repeats: int = 3, seed: int
     }
 
 
-def env_throughput(batches=(1, 64, 1024, 4096), steps: int = 256, repeats: int = 3, json_path: str | None = None,
-                   env_setup=None) -> list[dict]:
+def env_throughput(
+    batches=(1, 64, 1024, 4096),
+    steps: int = 256,
+    repeats: int = 3,
+    json_path: str | None = None,
+    env_setup=None,
+) -> list[dict]:
     """Benchmark the HPC env at each batch size; print a table, optionally write JSON records."""
     env, params = (env_setup or default_hpc_setup)()
     records = []
@@ -88,7 +100,8 @@ def env_throughput(batches=(1, 64, 1024, 4096), steps: int = 256, repeats: int =
         records.append(rec)
         print(
             f"{rec['env']:>4} batch {batch:>6}: {rec['steps_per_s']:>12,.0f} steps/s  "
-            f"compile {rec['compile_s']:.2f}s  reset {rec['reset_s'] * 1e3:.2f} ms/batch  ({rec['platform']})",
+            f"compile {rec['compile_s']:.2f}s  reset {rec['reset_s'] * 1e3:.2f} ms/batch  "
+            f"({rec['platform']})",
             flush=True,
         )
     if json_path:

@@ -59,8 +59,8 @@ def random_valid_policy(env: HPCEnv) -> Policy:
     return policy
 
 
-def heuristic_policies(env: HPCEnv, names=("fcfs", "lcfs", "sjf"), backfill=(False, True)) -> dict[str, Policy]:
+def heuristic_policies(
+    env: HPCEnv, names=("fcfs", "lcfs", "sjf"), backfill=(False, True)
+) -> dict[str, Policy]:
     """`{"fcfs": ..., "fcfs_easy": ..., ...}` for the given scores and back-filling settings."""
-    return {
-        f"{n}{'_easy' if b else ''}": make_priority_policy(env, n, b) for n in names for b in backfill
-    }
+    return {f"{n}{'_easy' if b else ''}": make_priority_policy(env, n, b) for n in names for b in backfill}

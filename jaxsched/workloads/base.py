@@ -8,8 +8,8 @@ Jobs are sorted by submit time; `validate_workload` checks that and every other 
 
 from __future__ import annotations
 
-import numpy as np
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 INT_FIELDS = ("job_id", "submit", "run", "req_time", "cores", "user", "queue")
@@ -113,7 +113,9 @@ def _check_integral(field: str, col: np.ndarray) -> None:
         frac = col != np.round(col)
         if frac.any():
             i = int(np.argmax(frac))
-            raise ValueError(f"workload field '{field}' must hold whole seconds/counts; job index {i}: {col[i]}")
+            raise ValueError(
+                f"workload field '{field}' must hold whole seconds/counts; job index {i}: {col[i]}"
+            )
     elif col.dtype.kind not in "iub":
         raise ValueError(f"workload field '{field}' has non-numeric dtype {col.dtype}")
     if col.size and (np.abs(col.astype(np.int64)) > np.iinfo(np.int32).max).any():
@@ -145,7 +147,8 @@ def validate_workload(w: Workload, n_cores: int | None = None) -> None:
         if back.any():
             i = int(np.argmax(back)) + 1
             raise ValueError(
-                f"workload field 'submit' is not sorted: job index {i} (job_id {int(w.job_id[i])}) submits at "
+                f"workload field 'submit' is not sorted: job index {i} (job_id {int(w.job_id[i])}) "
+                f"submits at "
                 f"{int(submit[i])} after {int(submit[i - 1])}; sort the trace by submit time first"
             )
     limit = n_cores if n_cores is not None else (w.max_procs or None)
