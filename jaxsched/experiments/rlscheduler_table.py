@@ -585,21 +585,29 @@ def add_arguments(parser) -> None:
         help=f"comma list from {', '.join(POLICIES)} (default {','.join(DEFAULT_POLICIES)})",
     )
     parser.add_argument("--json", default=None, help="write {policy: mean} here ('-': print only that JSON)")
+    parser.add_argument("--n-cores", type=int, default=None, help="machine size when the SWF header has none")
+    parser.add_argument("--drop-too-wide", action="store_true", help="drop jobs wider than the machine")
+    parser.add_argument(
+        "--order",
+        choices=("job_id", "submit"),
+        default="job_id",
+        help="job order: RLScheduler's job-id order (default), or submit time for logs whose ids are not",
+    )
 
 
-def _load_trace(path: str) -> Workload:
+def _load_trace(path: str, n_cores: int | None = None, drop_too_wide: bool = False, order: str = "job_id"):
     from jaxsched.workloads.swf import load_swf
 
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"trace file not found: {path}")
-    return load_swf(p, sort="job_id")
+    return load_swf(p, n_cores=n_cores, drop_too_wide=drop_too_wide, sort=order)
 
 
 def run_from_args(args) -> int:
     metric = _check_metric(args.metric)
     policies = _check_policies(args.policies)
-    workload = _load_trace(args.trace)
+    workload = _load_trace(args.trace, args.n_cores, args.drop_too_wide, args.order)
     starts = parse_starts(args.starts, workload.num_jobs, args.length)
     t0 = time.perf_counter()
     per_start = per_start_table(workload, starts, args.length, policies, args.backfill, metric)

@@ -200,7 +200,7 @@ def parse_swf_text_with_report(
     else:
         raise ValueError(
             f"{source}: the file has no 'MaxNodes'/'MaxProcs' header giving the machine size; "
-            "pass n_cores= to supply it"
+            "pass n_cores= (CLI: --n-cores) to supply it"
         )
 
     # --- columns -------------------------------------------------------------------------------------
@@ -277,7 +277,8 @@ def parse_swf_text_with_report(
         i = int(np.argmax(wide))
         raise ValueError(
             f"{source}: line {lines[i]}: job id {job_id[i]} needs {cores[i]} cores, more than the machine's "
-            f"{limit} ({limit_what}); {n_wide} job(s) are too wide -- pass drop_too_wide=True to drop them"
+            f"{limit} ({limit_what}); {n_wide} job(s) are too wide -- pass drop_too_wide=True "
+            "(CLI: --drop-too-wide) to drop them"
         )
     cols = [lines, job_id, submit, run, req_time, cores, user, queue]
     if n_wide:
@@ -307,7 +308,7 @@ def parse_swf_text_with_report(
         raise ValueError(
             f"{source}: jobs in {by} are not in submit order: job id {job_id[i]} (line {lines[i]}) submits "
             f"at {submit[i]}, before job id {job_id[i - 1]} (line {lines[i - 1]}) at {submit[i - 1]}; "
-            "the simulators need arrival order -- use sort='submit'"
+            "the simulators need arrival order -- use sort='submit' (CLI: --order submit)"
         )
 
     w = make_workload(

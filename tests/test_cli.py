@@ -1,0 +1,70 @@
+"""The command line: bad input gives one clear line and exit code 2, never a traceback from JAX."""
+
+import json
+
+import pytest
+
+from jaxsched.cli import main
+
+ROW = "{id} {submit} -1 {run} {procs} -1 -1 {procs} -1 -1 1 1 1 1 1 1 -1 -1"
+
+
+def _swf(tmp_path, lines, header="; MaxNodes: 8"):
+    path = tmp_path / "trace.swf"
+    path.write_text("\n".join(([header] if header else []) + lines) + "\n")
+    return str(path)
+
+
+def _row(i, submit, run=10, procs=2):
+    return ROW.format(id=i, submit=submit, run=run, procs=procs)
+
+
+@pytest.mark.parametrize(
+    "lines,header,expect",
+    [
+        (
+            [_row(1, 0), _row(2, 5).replace(" 10 ", " abc ", 1)],
+            "; MaxNodes: 8",
+            r"line 3: column 4 \(run time\)",
+        ),
+        ([_row(1, 0), "2 5 -1 10 2"], "; MaxNodes: 8", r"line 3: found 5 columns"),
+        ([_row(1, 0), _row(2, 5)], None, r"no 'MaxNodes'/'MaxProcs' header.*--n-cores"),
+        (
+            [_row(1, 0), _row(2, 5, procs=64)],
+            "; MaxNodes: 8",
+            r"line 3: job id 2 needs 64 cores.*--drop-too-wide",
+        ),
+        ([_row(1, 50), _row(2, 5)], "; MaxNodes: 8", r"not in submit order.*--order submit"),
+    ],
+)
+def test_malformed_trace_is_one_clear_line(tmp_path, capsys, lines, header, expect):
+    path = _swf(tmp_path, lines, header)
+    rc = main(["hpc-table", "--trace", path, "--length", "2", "--starts", "0"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.startswith("jaxsched hpc-table: error: ") and err.count("\n") == 1
+    assert pytest.importorskip("re").search(expect, err), err
+
+
+def test_flags_fix_what_the_errors_name(tmp_path, capsys):
+    wide = _swf(tmp_path, [_row(1, 0), _row(2, 5), _row(3, 6, procs=64)])
+    assert (
+        main(
+            ["hpc-table", "--trace", wide, "--length", "2", "--starts", "0", "--drop-too-wide", "--json", "-"]
+        )
+        == 0
+    )
+    assert set(json.loads(capsys.readouterr().out)) == {"fcfs", "wfp3", "uni", "sjf", "f1"}
+    headerless = _swf(tmp_path, [_row(1, 0), _row(2, 5)], header=None)
+    assert main(["hpc-table", "--trace", headerless, "--length", "2", "--starts", "0", "--n-cores", "8",
+                 "--json", "-", "--policies", "fcfs"]) == 0  # fmt: skip
+    # two 2-core jobs on 8 cores never wait: bounded slowdown 1
+    assert json.loads(capsys.readouterr().out) == {"fcfs": 1.0}
+
+
+def test_missing_file_and_unknown_policy(tmp_path, capsys):
+    assert main(["hpc-table", "--trace", str(tmp_path / "none.swf")]) == 2
+    assert "trace file not found" in capsys.readouterr().err
+    path = _swf(tmp_path, [_row(1, 0), _row(2, 5)])
+    assert main(["hpc-table", "--trace", path, "--length", "2", "--starts", "0", "--policies", "magic"]) == 2
+    assert "magic" in capsys.readouterr().err
