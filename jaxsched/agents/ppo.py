@@ -1,0 +1,394 @@
+"""Proximal Policy Optimisation, PureJaxRL-style: the whole training loop is one jitted program.
+
+`PPO(config, env, env_params)` gives pure functions over a `RunnerState` (network and optimiser state,
+observation statistics, the batch of environment states, the key, the update count):
+
+    runner = ppo.init(key, hparams)                       # one seed
+    runner, metrics = ppo.train_chunk(runner, hparams)    # `updates_per_chunk` PPO updates, one jit
+    train = make_train(config, env, env_params)           # key -> (runner, metrics), all updates
+
+Each update: a rollout of `num_steps` × `num_envs` decisions (`lax.scan` of the `vmap`ped env), GAE that
+bootstraps from the pre-reset observation's value on truncation and not on termination, then
+`update_epochs` passes over `num_minibatches` shuffled minibatches. `jax.vmap` over `init`/`train_chunk`
+runs several seeds, and several `PPOHParams` (learning rate, clip, entropy, ...) in one program.
+
+The policy is a masked categorical (distrax) over the env's actions: with `mask_invalid` the logits of
+invalid actions are set to a large negative number (finite, so entropies stay NaN-free); without it the
+agent may pick invalid actions and the env applies its own rule. Observations are normalised by running
+statistics frozen during each rollout and updated after it, so the stored batch is consistent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import distrax
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from jaxsched.core.wrappers import LogWrapper, masked_mean
+from jaxsched.nn.mlp import ACTIVATION_NAMES, ActorCritic
+
+MASKED_LOGIT = -1e9
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """Static PPO settings (shapes, schedule, network). Numeric knobs that a sweep may vary have defaults
+    here and travel as `PPOHParams` (vmappable)."""
+
+    num_envs: int = 64
+    num_steps: int = 128
+    total_updates: int = 100
+    updates_per_chunk: int = 10
+    update_epochs: int = 4
+    num_minibatches: int = 4
+    hidden: tuple[int, ...] = (64, 64)
+    activation: str = "tanh"
+    shared_network: bool = False
+    normalize_obs: bool = True
+    mask_invalid: bool = True
+    anneal_lr: bool = False
+    max_grad_norm: float = 0.5
+    lr: float = 3e-4
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_eps: float = 0.2
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+
+    def __post_init__(self):
+        object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+        for name in ("num_envs", "num_steps", "total_updates", "updates_per_chunk", "update_epochs",
+                     "num_minibatches"):  # fmt: skip
+            if getattr(self, name) < 1:
+                raise ValueError(f"ppo.{name} must be >= 1, got {getattr(self, name)}")
+        if (self.num_envs * self.num_steps) % self.num_minibatches:
+            raise ValueError(
+                f"ppo.num_minibatches ({self.num_minibatches}) must divide num_envs × num_steps "
+                f"({self.num_envs} × {self.num_steps})"
+            )
+        if self.total_updates % self.updates_per_chunk:
+            raise ValueError(
+                f"ppo.updates_per_chunk ({self.updates_per_chunk}) must divide total_updates ({self.total_updates})"
+            )
+        if not self.hidden or min(self.hidden) < 1:
+            raise ValueError(
+                f"ppo.hidden must be a non-empty list of positive widths, got {list(self.hidden)}"
+            )
+        if self.activation not in ACTIVATION_NAMES:
+            raise ValueError(
+                f"ppo.activation must be one of {', '.join(ACTIVATION_NAMES)}, got '{self.activation}'"
+            )
+        for name in ("lr", "max_grad_norm", "clip_eps"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"ppo.{name} must be > 0, got {getattr(self, name)}")
+        for name in ("gamma", "gae_lambda"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"ppo.{name} must be in [0, 1], got {getattr(self, name)}")
+
+    @property
+    def minibatch_size(self) -> int:
+        return self.num_envs * self.num_steps // self.num_minibatches
+
+    @property
+    def steps_per_update(self) -> int:
+        return self.num_envs * self.num_steps
+
+    def hparams(self) -> PPOHParams:
+        return PPOHParams(
+            lr=jnp.float32(self.lr),
+            gamma=jnp.float32(self.gamma),
+            gae_lambda=jnp.float32(self.gae_lambda),
+            clip_eps=jnp.float32(self.clip_eps),
+            ent_coef=jnp.float32(self.ent_coef),
+            vf_coef=jnp.float32(self.vf_coef),
+        )
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["hidden"] = list(self.hidden)
+        return d
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+
+@struct.dataclass
+class PPOHParams:
+    """Vmappable hyper-parameters (scalars, or `[G]` for a grid)."""
+
+    lr: jnp.ndarray
+    gamma: jnp.ndarray
+    gae_lambda: jnp.ndarray
+    clip_eps: jnp.ndarray
+    ent_coef: jnp.ndarray
+    vf_coef: jnp.ndarray
+
+
+@struct.dataclass
+class ObsStats:
+    """Running mean and variance of observation vectors `[D]` (parallel Welford)."""
+
+    mean: jnp.ndarray
+    var: jnp.ndarray
+    count: jnp.ndarray
+
+    @classmethod
+    def create(cls, dim: int) -> ObsStats:
+        return cls(jnp.zeros((dim,), jnp.float32), jnp.ones((dim,), jnp.float32), jnp.float32(1e-4))
+
+    def normalize(self, x: jnp.ndarray) -> jnp.ndarray:
+        return jnp.clip((x - self.mean) / jnp.sqrt(self.var + 1e-8), -10.0, 10.0)
+
+    def update(self, batch: jnp.ndarray) -> ObsStats:
+        """Merge a batch `[..., D]`."""
+        x = batch.reshape(-1, batch.shape[-1])
+        b_mean, b_var, b_n = x.mean(0), x.var(0), jnp.float32(x.shape[0])
+        total = self.count + b_n
+        delta = b_mean - self.mean
+        mean = self.mean + delta * b_n / total
+        m2 = self.var * self.count + b_var * b_n + delta**2 * self.count * b_n / total
+        return ObsStats(mean, m2 / total, total)
+
+
+@struct.dataclass
+class RunnerState:
+    params: Any
+    opt_state: Any
+    obs_stats: ObsStats
+    env_state: Any  # LogState of [num_envs] envs
+    obs: Any  # the env's observation pytree, [num_envs, ...]
+    key: jnp.ndarray  # raw key data (u32[2]), so checkpoints hold plain arrays
+    update: jnp.ndarray  # i32: updates done
+
+
+@struct.dataclass
+class Transition:
+    x: jnp.ndarray  # f32[B, D] normalised observation
+    mask: jnp.ndarray  # bool[B, A]
+    action: jnp.ndarray  # i32[B]
+    log_prob: jnp.ndarray  # f32[B]
+    value: jnp.ndarray  # f32[B]
+    reward: jnp.ndarray  # f32[B]
+    terminated: jnp.ndarray  # bool[B]
+    done: jnp.ndarray  # bool[B] terminated or truncated
+    next_value: jnp.ndarray  # f32[B] value of the pre-reset next state (0 after termination)
+
+
+def masked_logits(logits: jnp.ndarray, mask: jnp.ndarray) -> jnp.ndarray:
+    return jnp.where(mask, logits, MASKED_LOGIT)
+
+
+def gae(traj: Transition, gamma, lam) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Advantages and returns `[T, B]`. δ_t = r_t + γ·V(s'_t) − V(s_t), with V(s'_t) the value of the
+    state the step reached (0 if terminal, the pre-reset state's value if truncated); traces stop at
+    episode ends."""
+
+    def body(next_adv, t: Transition):
+        delta = t.reward + gamma * t.next_value - t.value
+        adv = delta + gamma * lam * (1.0 - t.done) * next_adv
+        return adv, adv
+
+    _, adv = jax.lax.scan(body, jnp.zeros_like(traj.value[0]), traj, reverse=True)
+    return adv, adv + traj.value
+
+
+class PPO:
+    """PPO over one environment family; see the module docstring."""
+
+    def __init__(self, config: PPOConfig, env, env_params):
+        self.config = config
+        self.env = LogWrapper(env)
+        self.env_params = env_params
+        self.n_actions = env.action_space(env_params).n
+        self.obs_dim = env.observation_space(env_params).shape[0]
+        self.network = ActorCritic(self.n_actions, config.hidden, config.activation, config.shared_network)
+
+    # ---- pieces ----------------------------------------------------------------------------------
+    def optimizer(self, hp: PPOHParams) -> optax.GradientTransformation:
+        cfg = self.config
+        if cfg.anneal_lr:
+            per_update = cfg.update_epochs * cfg.num_minibatches
+
+            def lr(count):
+                return hp.lr * (1.0 - (count // per_update) / cfg.total_updates)
+        else:
+            lr = hp.lr
+        return optax.chain(
+            optax.clip_by_global_norm(cfg.max_grad_norm),
+            optax.scale_by_adam(eps=1e-5),
+            optax.scale_by_learning_rate(lr),
+        )
+
+    def _x(self, stats: ObsStats, vec: jnp.ndarray) -> jnp.ndarray:
+        return stats.normalize(vec) if self.config.normalize_obs else vec
+
+    def _dist(self, logits, mask) -> distrax.Categorical:
+        if self.config.mask_invalid:
+            logits = masked_logits(logits, mask)
+        return distrax.Categorical(logits=logits)
+
+    # ---- public API ------------------------------------------------------------------------------
+    def init(self, key: jax.Array, hp: PPOHParams | None = None) -> RunnerState:
+        hp = self.config.hparams() if hp is None else hp
+        k_net, k_env, k_run = jax.random.split(key, 3)
+        params = self.network.init(k_net, jnp.zeros((self.obs_dim,), jnp.float32))
+        opt_state = self.optimizer(hp).init(params)
+        reset = jax.vmap(self.env.reset, in_axes=(0, None))
+        obs, env_state = reset(jax.random.split(k_env, self.config.num_envs), self.env_params)
+        return RunnerState(
+            params=params,
+            opt_state=opt_state,
+            obs_stats=ObsStats.create(self.obs_dim),
+            env_state=env_state,
+            obs=obs,
+            key=jax.random.key_data(k_run),
+            update=jnp.int32(0),
+        )
+
+    def rollout(self, runner: RunnerState, key: jax.Array) -> tuple[RunnerState, Transition, dict]:
+        """`num_steps` decisions in each of `num_envs` envs with the current policy."""
+        step = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))
+        stats = runner.obs_stats
+
+        def body(carry, k):
+            env_state, obs = carry
+            k_act, k_step = jax.random.split(k)
+            x = self._x(stats, obs.vec)
+            logits, value = self.network.apply(runner.params, x)
+            pi = self._dist(logits, obs.mask)
+            action = pi.sample(seed=k_act)
+            log_prob = pi.log_prob(action)
+            keys = jax.random.split(k_step, self.config.num_envs)
+            obs2, env_state2, reward, terminated, truncated, info = step(
+                keys, env_state, action, self.env_params
+            )
+            x_final = self._x(stats, info["final_observation"].vec)
+            v_final = self.network.apply(runner.params, x_final, method=ActorCritic.value)
+            done = terminated | truncated
+            tr = Transition(
+                x=x,
+                mask=obs.mask,
+                action=action,
+                log_prob=log_prob,
+                value=value,
+                reward=reward,
+                terminated=terminated,
+                done=done,
+                next_value=jnp.where(terminated, 0.0, v_final),
+            )
+            log = {
+                "returned_episode": info["returned_episode"],
+                "episode_return": info["returned_episode_returns"],
+                "episode_length": info["returned_episode_lengths"],
+                "episode_metrics": info["returned_episode_metrics"],
+                "raw_vec": obs.vec,
+            }
+            return (env_state2, obs2), (tr, log)
+
+        (env_state, obs), (traj, log) = jax.lax.scan(
+            body, (runner.env_state, runner.obs), jax.random.split(key, self.config.num_steps)
+        )
+        return runner.replace(env_state=env_state, obs=obs), traj, log
+
+    def loss(self, params, hp: PPOHParams, batch: Transition, adv, targets):
+        logits, value = self.network.apply(params, batch.x)
+        pi = self._dist(logits, batch.mask)
+        log_prob = pi.log_prob(batch.action)
+        ratio = jnp.exp(log_prob - batch.log_prob)
+        norm_adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        actor = -jnp.minimum(
+            ratio * norm_adv, jnp.clip(ratio, 1 - hp.clip_eps, 1 + hp.clip_eps) * norm_adv
+        ).mean()
+        v_clipped = batch.value + jnp.clip(value - batch.value, -hp.clip_eps, hp.clip_eps)
+        critic = 0.5 * jnp.maximum((value - targets) ** 2, (v_clipped - targets) ** 2).mean()
+        entropy = pi.entropy().mean()
+        total = actor + hp.vf_coef * critic - hp.ent_coef * entropy
+        aux = {
+            "actor_loss": actor,
+            "critic_loss": critic,
+            "entropy": entropy,
+            "approx_kl": ((ratio - 1) - jnp.log(ratio)).mean(),
+            "clip_frac": (jnp.abs(ratio - 1) > hp.clip_eps).mean(),
+        }
+        return total, aux
+
+    def update_step(self, runner: RunnerState, hp: PPOHParams) -> tuple[RunnerState, dict]:
+        """One PPO update: rollout, GAE, epochs of minibatch SGD. Returns per-update metrics."""
+        cfg = self.config
+        key = jax.random.wrap_key_data(runner.key)
+        key, k_roll, k_perm = jax.random.split(key, 3)
+        runner, traj, log = self.rollout(runner, k_roll)
+        adv, targets = gae(traj, hp.gamma, hp.gae_lambda)
+        opt = self.optimizer(hp)
+        n = cfg.steps_per_update
+        flat = jax.tree.map(lambda a: a.reshape((n,) + a.shape[2:]), (traj, adv, targets))
+
+        def epoch(carry, k):
+            params, opt_state = carry
+            perm = jax.random.permutation(k, n).reshape(cfg.num_minibatches, cfg.minibatch_size)
+
+            def minibatch(carry, idx):
+                params, opt_state = carry
+                b, a, t = jax.tree.map(lambda x: x[idx], flat)
+                grads, aux = jax.grad(self.loss, has_aux=True)(params, hp, b, a, t)
+                updates, opt_state = opt.update(grads, opt_state, params)
+                return (optax.apply_updates(params, updates), opt_state), aux
+
+            return jax.lax.scan(minibatch, (params, opt_state), perm)
+
+        (params, opt_state), aux = jax.lax.scan(
+            epoch, (runner.params, runner.opt_state), jax.random.split(k_perm, cfg.update_epochs)
+        )
+        obs_stats = runner.obs_stats.update(log["raw_vec"]) if cfg.normalize_obs else runner.obs_stats
+        runner = runner.replace(
+            params=params,
+            opt_state=opt_state,
+            obs_stats=obs_stats,
+            key=jax.random.key_data(key),
+            update=runner.update + 1,
+        )
+        done = log["returned_episode"]
+        metrics = {k: v.mean() for k, v in aux.items()}
+        metrics["episodes"] = done.sum()
+        metrics["episode_return"] = masked_mean(log["episode_return"], done)
+        metrics["episode_length"] = masked_mean(log["episode_length"].astype(jnp.float32), done)
+        for k, v in log["episode_metrics"].items():
+            metrics[k] = masked_mean(v.astype(jnp.float32), done)
+        metrics["reward_per_step"] = traj.reward.mean()
+        metrics["update"] = runner.update
+        return runner, metrics
+
+    def train_chunk(self, runner: RunnerState, hp: PPOHParams | None = None) -> tuple[RunnerState, dict]:
+        """`updates_per_chunk` updates in one `lax.scan`; metrics are `[updates_per_chunk]`."""
+        hp = self.config.hparams() if hp is None else hp
+        return jax.lax.scan(lambda r, _: self.update_step(r, hp), runner, None, self.config.updates_per_chunk)
+
+    def policy(self, greedy: bool = True):
+        """An evaluation policy `policy((params, obs_stats), obs, key) -> action` (argmax if `greedy`)."""
+
+        def act(policy_params, obs, key):
+            params, stats = policy_params
+            logits, _ = self.network.apply(params, self._x(stats, obs.vec))
+            pi = self._dist(logits, obs.mask)
+            return (pi.mode() if greedy else pi.sample(seed=key)).astype(jnp.int32)
+
+        return act
+
+
+def make_train(config: PPOConfig, env, env_params):
+    """`train(key, hparams=None) -> (runner, metrics)`: every update in one jitted program (metrics
+    `[total_updates]`). `jax.vmap(train)(keys)` trains several seeds at once."""
+    ppo = PPO(config, env, env_params)
+
+    def train(key: jax.Array, hp: PPOHParams | None = None):
+        hp = config.hparams() if hp is None else hp
+        runner = ppo.init(key, hp)
+        return jax.lax.scan(lambda r, _: ppo.update_step(r, hp), runner, None, config.total_updates)
+
+    return train

@@ -1,0 +1,68 @@
+"""Multi-layer perceptrons and the actor-critic pair built from them (flax.linen)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flax.linen as nn
+import jax.numpy as jnp
+import numpy as np
+
+ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "gelu": nn.gelu, "elu": nn.elu}
+ACTIVATION_NAMES = tuple(ACTIVATIONS)
+
+
+def activation(name: str):
+    if name not in ACTIVATIONS:
+        raise ValueError(f"unknown activation '{name}'; choose one of {', '.join(ACTIVATIONS)}")
+    return ACTIVATIONS[name]
+
+
+class MLP(nn.Module):
+    """`x: f32[..., D] -> f32[..., out]`: dense layers of `hidden` sizes, orthogonal init (√2 gain), then a
+    linear head with gain `out_gain` (small for policy logits, 1 for values)."""
+
+    hidden: Sequence[int]
+    out: int
+    act: str = "tanh"
+    out_gain: float = 1.0
+
+    @nn.compact
+    def __call__(self, x):
+        f = activation(self.act)
+        for width in self.hidden:
+            x = f(nn.Dense(width, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x))
+        return nn.Dense(self.out, kernel_init=nn.initializers.orthogonal(self.out_gain))(x)
+
+
+class ActorCritic(nn.Module):
+    """Policy logits `[..., n_actions]` and state value `[...]` from one observation vector.
+
+    `shared=False` (the DBF paper: separate actor and critic MLPs of the same sizes); `shared=True`
+    runs one trunk of `hidden` layers with two linear heads. `value(x)` runs only what the value needs.
+    """
+
+    n_actions: int
+    hidden: Sequence[int] = (64, 64)
+    act: str = "tanh"
+    shared: bool = False
+
+    def setup(self):
+        if self.shared:
+            self.trunk = MLP(self.hidden[:-1], self.hidden[-1], self.act, np.sqrt(2))
+            self.actor_head = nn.Dense(self.n_actions, kernel_init=nn.initializers.orthogonal(0.01))
+            self.critic_head = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0))
+        else:
+            self.actor = MLP(self.hidden, self.n_actions, self.act, 0.01)
+            self.critic = MLP(self.hidden, 1, self.act, 1.0)
+
+    def __call__(self, x):
+        if self.shared:
+            h = activation(self.act)(self.trunk(x))
+            return self.actor_head(h), jnp.squeeze(self.critic_head(h), -1)
+        return self.actor(x), jnp.squeeze(self.critic(x), -1)
+
+    def value(self, x):
+        if self.shared:
+            return jnp.squeeze(self.critic_head(activation(self.act)(self.trunk(x))), -1)
+        return jnp.squeeze(self.critic(x), -1)
