@@ -73,7 +73,8 @@ class PPOConfig:
             )
         if self.total_updates % self.updates_per_chunk:
             raise ValueError(
-                f"ppo.updates_per_chunk ({self.updates_per_chunk}) must divide total_updates ({self.total_updates})"
+                f"ppo.updates_per_chunk ({self.updates_per_chunk}) must divide total_updates "
+                f"({self.total_updates})"
             )
         if not self.hidden or min(self.hidden) < 1:
             raise ValueError(
