@@ -1,4 +1,7 @@
-"""Command line: `jaxsched demo | hpc-table | bench`.
+"""Command line: `jaxsched train | eval | demo | hpc-table | bench`.
+
+`train CONFIG` trains the PPO agent of a YAML config (`configs/dbf/`) in chunks with checkpoints and
+`--resume`; `eval CONFIG --checkpoint RUN_DIR` evaluates it against heuristics on held-out episodes.
 
 `demo` (the README's main job) builds a Lublin-model workload on the device, runs the HPC env with the
 classic heuristics over held-out episodes and prints their metrics as a table.
@@ -8,6 +11,63 @@ from __future__ import annotations
 
 import argparse
 import sys
+
+
+def _add_train(sub) -> None:
+    p = sub.add_parser("train", help="train the PPO agent of a YAML config (e.g. configs/dbf/quick.yaml)")
+    p.add_argument("config", help="YAML run config")
+    p.add_argument("--resume", action="store_true", help="continue the run from its last checkpoint")
+    p.add_argument("--out-dir", default=None, help="override the config's out_dir")
+    p.add_argument("--name", default=None, help="override the config's run name (run dir = out_dir/name)")
+    _add_set(p)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_run_train)
+
+
+def _add_set(p) -> None:
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value (dotted key, YAML value), e.g. --set env.tail=3; repeatable",
+    )
+
+
+def _config_with_overrides(args):
+    from jaxsched.experiments.config import load_config
+
+    cfg = load_config(args.config, args.set)
+    changes = {
+        k: v
+        for k, v in (("out_dir", getattr(args, "out_dir", None)), ("name", getattr(args, "name", None)))
+        if v
+    }
+    return cfg.replace(**changes) if changes else cfg
+
+
+def _run_train(args) -> int:
+    from jaxsched.experiments.train import train_run
+
+    train_run(_config_with_overrides(args), resume=args.resume, progress=not args.quiet)
+    return 0
+
+
+def _add_eval(sub) -> None:
+    p = sub.add_parser("eval", help="evaluate a trained run and heuristic baselines on held-out episodes")
+    p.add_argument("config", help="YAML run config (the one the run was trained with)")
+    p.add_argument("--checkpoint", required=True, help="run directory (out_dir/name) holding checkpoints/")
+    p.add_argument("--episodes", type=int, default=None, help="override eval.episodes")
+    p.add_argument("--json", default=None, help="write results here (default RUN_DIR/eval.json; - = stdout)")
+    _add_set(p)
+    p.set_defaults(func=_run_eval)
+
+
+def _run_eval(args) -> int:
+    from jaxsched.experiments.eval_run import eval_run
+
+    eval_run(_config_with_overrides(args), args.checkpoint, episodes=args.episodes, json_path=args.json)
+    return 0
 
 
 def _add_demo(sub) -> None:
@@ -68,6 +128,8 @@ def _run_bench(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jaxsched", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_train(sub)
+    _add_eval(sub)
     _add_demo(sub)
     _add_hpc_table(sub)
     _add_bench(sub)

@@ -1,0 +1,107 @@
+"""Held-out evaluation of a trained run against heuristic baselines.
+
+    results = eval_run(cfg, "runs/dbf_m10_9_1")   # prints a table, writes runs/dbf_m10_9_1/eval.json
+
+Every policy plays the same `eval.episodes` episodes (the same episode keys, hence the same held-out
+workload windows): each seed's learned policy (greedy unless `eval.greedy: false`) in the trained env
+(`env.window` slots, `env.tail` of them from the tail), and the heuristics (`eval.baselines`: a score name,
+`_easy` for EASY back-filling) in a head-only window of `eval.baseline_window` slots. All seeds run in
+one compiled program, all heuristics in another. The agent's mean ± std is over seeds × episodes, a
+heuristic's over episodes; `per_seed` lists the agent's per-seed means (a heuristic's single mean).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from jaxsched.agents.dbf import dbf_env
+from jaxsched.agents.ppo import PPO
+from jaxsched.experiments.config import EVAL_TAG, RunConfig, build_run, purpose_key
+from jaxsched.experiments.demo import HPC_METRICS
+from jaxsched.experiments.evaluate import evaluate_policies, run_episode
+from jaxsched.experiments.report import print_metric_table, write_json
+from jaxsched.experiments.train import CHECKPOINT_DIR, abstract_runner, checkpoint_manager, restore_runner
+from jaxsched.policies.hpc import make_priority_policy
+
+AGENT = "agent"
+EVAL_FILE = "eval.json"
+
+
+def load_policy_params(cfg: RunConfig, checkpoint_dir, env, env_params):
+    """`(params, obs_stats)` of every seed (leading axis `num_seeds`) from the latest checkpoint of a run
+    directory (or of its `checkpoints/` folder), and the update it was saved at."""
+    path = Path(checkpoint_dir)
+    run_dir = path.parent if path.name == CHECKPOINT_DIR else path
+    if not (run_dir / CHECKPOINT_DIR).is_dir():
+        raise FileNotFoundError(f"no checkpoints in {run_dir} (expected {run_dir / CHECKPOINT_DIR})")
+    mngr = checkpoint_manager(run_dir, read_only=True)
+    step = mngr.latest_step()
+    if step is None:
+        raise FileNotFoundError(f"no finished checkpoint in {run_dir / CHECKPOINT_DIR}")
+    runner = restore_runner(mngr, step, abstract_runner(cfg, env, env_params))
+    mngr.close()
+    return (runner.params, runner.obs_stats), step
+
+
+def _agent_program(cfg: RunConfig, env):
+    policy = PPO(cfg.ppo, env, None).policy(greedy=cfg.eval.greedy)
+
+    def run(policy_params, keys, env_params):
+        one = lambda pp, k: run_episode(env, env_params, policy, pp, k)
+        return jax.vmap(jax.vmap(one, in_axes=(None, 0)), in_axes=(0, None))(policy_params, keys)
+
+    return jax.jit(run)
+
+
+def _stats(values: np.ndarray) -> dict:
+    """`values` `[seeds, episodes]` → mean/std over all, per-seed means."""
+    v = np.asarray(values, np.float64)
+    return {"mean": float(v.mean()), "std": float(v.std()), "per_seed": [float(x) for x in v.mean(axis=1)]}
+
+
+def eval_run(cfg: RunConfig, checkpoint_dir, episodes: int | None = None, json_path=None) -> dict:
+    """Evaluate a run's checkpoint and the baselines on the held-out test workload (module docstring).
+    Returns `{policy: {metric: {"mean", "std", "per_seed"}}}`, also written to `json_path` (default
+    `<run dir>/eval.json`)."""
+    episodes = cfg.eval.episodes if episodes is None else int(episodes)
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    env, train_params, test_params, _ = build_run(cfg)
+    policy_params, step = load_policy_params(cfg, checkpoint_dir, env, train_params)
+    keys = jax.random.split(purpose_key(cfg.eval.seed, EVAL_TAG), episodes)
+
+    results: dict[str, dict] = {}
+    per_seed = _agent_program(cfg, env)(policy_params, keys, test_params)  # metric -> [seeds, episodes]
+    results[AGENT] = {k: _stats(v) for k, v in jax.device_get(per_seed).items()}
+
+    if cfg.eval.baselines:
+        e = cfg.env
+        base_env = dbf_env(cfg.eval.baseline_window, 0, e.n_cores, e.queue_capacity)
+        policies = {
+            b: make_priority_policy(base_env, b.removesuffix("_easy"), b.endswith("_easy"))
+            for b in cfg.eval.baselines
+        }
+        for name, metrics in evaluate_policies(base_env, test_params, policies, keys).items():
+            results[name] = {k: _stats(np.asarray(v)[None]) for k, v in metrics.items()}
+
+    e = cfg.env
+    title = (
+        f"{cfg.name} (update {step}): {e.window}-slot window ({e.window - e.tail} head + {e.tail} tail), "
+        f"{cfg.num_seeds} seeds × {episodes} held-out episodes × {e.episode_jobs} jobs; "
+        f"heuristics in a {cfg.eval.baseline_window}-slot head window"
+    )
+    if json_path == "-":  # JSON alone on stdout
+        print(json.dumps(results, indent=2))
+    else:
+        rows = {n: {k: (r[k]["mean"], r[k]["std"]) for k, _, _ in HPC_METRICS} for n, r in results.items()}
+        print_metric_table(rows, HPC_METRICS, title=title)
+        path = Path(checkpoint_dir)
+        run_dir = path.parent if path.name == CHECKPOINT_DIR else path
+        json_path = Path(json_path) if json_path else run_dir / EVAL_FILE
+        write_json(str(json_path), results)
+        print(f"results: {json_path}")
+    return results

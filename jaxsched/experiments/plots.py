@@ -1,0 +1,124 @@
+"""Figures (matplotlib, Agg backend): learning curves (the paper's Fig. 3) and the window head/tail
+split sweep (Fig. 5)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+LABELS = {
+    "avg_wait": "average waiting time (s)",
+    "avg_queue_len": "average queue length (jobs)",
+    "utilization": "utilisation (fraction of cores)",
+    "avg_job_load": "average job load (core·s)",
+    "avg_bsld": "average bounded slowdown",
+    "episode_return": "episode return",
+    "episode_length": "episode length (decisions)",
+}
+CURVE_METRICS = ("avg_wait", "avg_queue_len", "utilization", "episode_return")
+
+
+def _records(source) -> list[dict]:
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if path.is_dir():
+            path = path / "metrics.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return list(source)
+
+
+def curve_stats(records: Iterable[dict], metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`(env_steps, mean, std)` across seeds of `metric`, counting at each update only the seeds that
+    finished an episode in it, and skipping updates where none did."""
+    xs, means, stds = [], [], []
+    for r in records:
+        vals = np.asarray(r[metric], np.float64)
+        eps = np.asarray(r.get("episodes", np.ones_like(vals)), np.float64)
+        keep = eps > 0
+        if keep.any():
+            xs.append(r["env_steps"])
+            means.append(vals[keep].mean())
+            stds.append(vals[keep].std())
+    return np.asarray(xs), np.asarray(means), np.asarray(stds)
+
+
+def plot_learning_curves(
+    metrics_jsonl_path_or_records, out_png, metrics: tuple[str, ...] = CURVE_METRICS, title: str = ""
+) -> Path:
+    """One panel per metric against env steps (per seed), mean ± std across seeds (Fig. 3 style)."""
+    records = _records(metrics_jsonl_path_or_records)
+    n = len(metrics)
+    cols = 2 if n > 1 else 1
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 3.6 * rows), squeeze=False)
+    for ax, metric in zip(axes.flat, metrics, strict=False):
+        x, mean, std = curve_stats(records, metric)
+        if len(x):
+            ax.plot(x, mean, color="tab:blue", lw=1.6, marker="." if len(x) <= 60 else None)
+            ax.fill_between(x, mean - std, mean + std, color="tab:blue", alpha=0.25, lw=0)
+        else:
+            ax.text(0.5, 0.5, "no finished episodes yet", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title(LABELS.get(metric, metric).split(" (")[0].capitalize())
+        ax.set_xlabel("env steps (per seed)")
+        ax.set_ylabel(LABELS.get(metric, metric))
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    out_png = Path(out_png)
+    fig.savefig(out_png, dpi=120)
+    plt.close(fig)
+    return out_png
+
+
+def plot_split_sweep(results: Mapping[tuple[int, int], Mapping[str, tuple[float, float]]], out_png) -> Path:
+    """Fig. 5 style: one panel per window size M; x = tail size, left axis average waiting time (red
+    points, error bars ± std), right axis average queue length (green crosses, ± std)."""
+    windows = sorted({m for m, _ in results})
+    if not windows:
+        raise ValueError("plot_split_sweep: no results to plot")
+    cols = min(3, len(windows))
+    rows = -(-len(windows) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False)
+    for ax, m in zip(axes.flat, windows, strict=False):
+        tails = sorted(t for mm, t in results if mm == m)
+        wait = np.array([results[(m, t)]["avg_wait"] for t in tails], np.float64)
+        queue = np.array([results[(m, t)]["avg_queue_len"] for t in tails], np.float64)
+        ax.errorbar(tails, wait[:, 0], yerr=wait[:, 1], fmt="o", color="tab:red", capsize=3, label="avg wait")
+        ax.set_xlabel("tail size (jobs)")
+        ax.set_ylabel("average waiting time (s)", color="tab:red")
+        ax.tick_params(axis="y", labelcolor="tab:red")
+        ax2 = ax.twinx()
+        dx = 0.15 * (min(np.diff(tails)) if len(tails) > 1 else 1)  # keep the two markers apart
+        ax2.errorbar(
+            np.asarray(tails) + dx,
+            queue[:, 0],
+            yerr=queue[:, 1],
+            fmt="x",
+            color="tab:green",
+            capsize=3,
+            label="avg queue",
+        )
+        ax2.set_ylabel("average queue length (jobs)", color="tab:green")
+        ax2.tick_params(axis="y", labelcolor="tab:green")
+        ax.set_title(f"window M = {m}")
+        if len(tails) <= 12:
+            ax.set_xticks(tails)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(windows) :]:
+        ax.set_visible(False)
+    fig.suptitle("Window head/tail split: waiting time (red) and queue length (green)")
+    fig.tight_layout()
+    out_png = Path(out_png)
+    fig.savefig(out_png, dpi=120)
+    plt.close(fig)
+    return out_png

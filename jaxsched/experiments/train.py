@@ -1,0 +1,260 @@
+"""Chunked PPO training of a `RunConfig`: seeds `vmap`ped in one program, K updates per jitted call.
+
+    run_dir = train_run(cfg)                 # out_dir/name: config.yaml, metrics.jsonl, checkpoints/,
+                                             # learning_curve.png
+    run_dir = train_run(cfg, resume=True)    # continue a killed run from its last checkpoint
+
+After each chunk of `ppo.updates_per_chunk` updates: one JSON line per update is appended to
+`metrics.jsonl` (`{"update", "env_steps", "wall_s", <metric>: [one value per seed]}`; `episodes` counts the
+episodes that finished in that update, and the episode metrics are 0 where it is 0), then the whole
+vmapped `RunnerState` (network, optimiser, observation statistics, env states, keys) is saved with orbax
+(the last two kept). A resumed run restores it and drops metric lines past it, so it ends at bitwise the
+same parameters and metrics (but `wall_s`) as an uninterrupted run.
+
+The env params (workload banks) are arguments of the jitted programs, not constants baked into them, and
+the programs are cached per (PPO config, env config) within a process: a second run of the same shapes
+does not compile again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+
+from jaxsched.agents.ppo import PPO, PPOConfig
+from jaxsched.experiments.config import RunConfig, build_run, config_from_dict, dump_config
+
+CHECKPOINT_DIR = "checkpoints"
+METRICS_FILE = "metrics.jsonl"
+CONFIG_FILE = "config.yaml"
+CURVE_FILE = "learning_curve.png"
+KEEP_CHECKPOINTS = 2
+
+_PROGRAMS: dict = {}
+
+
+def programs(ppo_config: PPOConfig, env):
+    """Jitted `init(keys, env_params)` and `chunk(runner, env_params)` over a leading seed axis (the
+    chunk is `vmap`ped over seeds)."""
+    cache_key = (ppo_config, env.config)
+    if cache_key not in _PROGRAMS:
+
+        def init(keys, env_params):
+            # lax.map, not vmap: on the CPU (jax 0.10.2) the vmapped orthogonal init of a 2-layer
+            # ActorCritic never returns (an XLA thread-pool wedge); init is cheap, so a loop costs nothing.
+            return jax.lax.map(PPO(ppo_config, env, env_params).init, keys)
+
+        def chunk(runner, env_params):
+            return jax.vmap(PPO(ppo_config, env, env_params).train_chunk)(runner)
+
+        _PROGRAMS[cache_key] = (jax.jit(init), jax.jit(chunk))
+    return _PROGRAMS[cache_key]
+
+
+def seed_keys(cfg: RunConfig) -> jax.Array:
+    return jax.random.split(jax.random.key(cfg.seed), cfg.num_seeds)
+
+
+def checkpoint_manager(run_dir: Path, read_only: bool = False) -> ocp.CheckpointManager:
+    # Reading keeps every checkpoint (max_to_keep=None) and creates nothing; orbax's own read_only mode
+    # only adds warnings.
+    options = ocp.CheckpointManagerOptions(
+        max_to_keep=None if read_only else KEEP_CHECKPOINTS,
+        create=not read_only,
+        enable_async_checkpointing=False,
+    )
+    return ocp.CheckpointManager(Path(run_dir).absolute() / CHECKPOINT_DIR, options=options)
+
+
+def abstract_runner(cfg: RunConfig, env, env_params):
+    """Shapes, dtypes and shardings of the vmapped `RunnerState` (a restore template; nothing runs)."""
+    init, _ = programs(cfg.ppo, env)
+    shapes = jax.eval_shape(init, seed_keys(cfg), env_params)
+    sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    return jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), shapes)
+
+
+def restore_runner(mngr: ocp.CheckpointManager, step: int, template):
+    try:
+        return mngr.restore(step, args=ocp.args.StandardRestore(template))
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(
+            f"checkpoint {mngr.directory}/{step} does not match the config (network, env or seed "
+            f"shapes differ): {e}"
+        ) from None
+
+
+def _read_records(path: Path) -> list[dict]:
+    records = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                break  # a line cut short by a kill; nothing after it was checkpointed
+    return records
+
+
+def read_metrics(path) -> list[dict]:
+    """The records of a `metrics.jsonl` (a run dir or the file)."""
+    path = Path(path)
+    return _read_records(path / METRICS_FILE if path.is_dir() else path)
+
+
+def _chunk_records(metrics: dict, steps_per_update: int, wall_s: float) -> list[dict]:
+    m = {k: np.asarray(v) for k, v in jax.device_get(metrics).items()}  # [seeds, K]
+    updates = m.pop("update")[0]
+    records = []
+    for i, u in enumerate(updates):
+        rec = {"update": int(u), "env_steps": int(u) * steps_per_update, "wall_s": round(wall_s, 3)}
+        for k, v in m.items():
+            col = v[:, i]
+            rec[k] = (
+                [int(x) for x in col] if np.issubdtype(col.dtype, np.integer) else [float(x) for x in col]
+            )
+        records.append(rec)
+    return records
+
+
+def _summary(records: list[dict]) -> tuple[float, float]:
+    """Episode return and avg wait over the chunk, weighted by finished episodes (nan if none)."""
+    eps = np.array([r["episodes"] for r in records], np.float64)
+    if eps.sum() == 0:
+        return float("nan"), float("nan")
+    mean = lambda k: float((np.array([r[k] for r in records]) * eps).sum() / eps.sum())
+    return mean("episode_return"), mean("avg_wait")
+
+
+def _check_resumable(cfg: RunConfig, run_dir: Path) -> None:
+    saved_path = run_dir / CONFIG_FILE
+    if not saved_path.exists():
+        return
+    import yaml
+
+    saved = config_from_dict(yaml.safe_load(saved_path.read_text())).to_dict()
+    now = cfg.to_dict()
+    diffs = []
+    for section in ("seed", "num_seeds", "env", "workload", "ppo"):
+        a, b = saved[section], now[section]
+        if isinstance(a, dict):
+            diffs += [f"{section}.{k}" for k in a if a[k] != b[k]]
+        elif a != b:
+            diffs.append(section)
+    if diffs == ["ppo.total_updates"] and not cfg.ppo.anneal_lr:
+        return  # training longer (or stopping earlier) is a legitimate resume
+    if diffs:
+        raise ValueError(
+            f"cannot resume {run_dir}: the config differs from the one it was started with in "
+            f"{', '.join(diffs)} (see {saved_path})"
+        )
+
+
+def _progress(enabled: bool):
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console()
+    if not console.is_terminal:  # a log file: wide enough for one line per update of the bar
+        console = Console(width=140)
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(bar_width=24),
+        MofNCompleteColumn(),
+        TextColumn("updates"),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[info]}"),
+        console=console,
+        disable=not enabled,
+    )
+
+
+def train_run(
+    cfg: RunConfig, resume: bool = False, progress: bool = True, stop_after_chunks: int | None = None
+) -> Path:
+    """Train `cfg` (see the module docstring); returns the run directory. `stop_after_chunks` stops as
+    if killed after that many chunks (metrics and checkpoint written, no plot)."""
+    run_dir = cfg.run_dir
+    mngr = checkpoint_manager(run_dir) if (run_dir / CHECKPOINT_DIR).exists() else None
+    latest = mngr.latest_step() if mngr is not None else None
+    if latest is not None and not resume:
+        raise ValueError(
+            f"{run_dir} already holds a run (checkpoint at update {latest}); pass --resume to continue "
+            "it, or choose another name (--name) or out_dir (--out-dir)"
+        )
+    if latest is not None:
+        _check_resumable(cfg, run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    dump_config(cfg, run_dir / CONFIG_FILE, header="# resolved config written by `jaxsched train`\n")
+    say = print if progress else (lambda *a, **k: None)
+
+    t_build = time.perf_counter()
+    env, train_params, _, ppo_cfg = build_run(cfg)
+    init, chunk = programs(ppo_cfg, env)
+    metrics_path = run_dir / METRICS_FILE
+    if latest is None:
+        # Committed like a restored state, so a fresh and a resumed run share one compiled program.
+        runner = jax.device_put(init(seed_keys(cfg), train_params), jax.devices()[0])
+        records: list[dict] = []
+        if resume:
+            say(f"no checkpoint in {run_dir}: starting from scratch")
+    else:
+        runner = restore_runner(mngr, latest, abstract_runner(cfg, env, train_params))
+        records = [r for r in _read_records(metrics_path) if r["update"] <= latest]
+        say(f"resuming {run_dir} from the checkpoint at update {latest}")
+    metrics_path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    if mngr is None:
+        mngr = checkpoint_manager(run_dir)
+
+    done = int(np.asarray(runner.update)[0])
+    total, per_chunk = ppo_cfg.total_updates, ppo_cfg.updates_per_chunk
+    if done % per_chunk or done > total:
+        raise ValueError(
+            f"the checkpoint at update {done} does not fit ppo.total_updates={total} in chunks of "
+            f"ppo.updates_per_chunk={per_chunk}"
+        )
+    wall0 = records[-1]["wall_s"] if records else 0.0
+    if done < total:
+        compiled = chunk.lower(runner, train_params).compile()
+        say(
+            f"{cfg.name}: {cfg.num_seeds} seed(s) × {ppo_cfg.steps_per_update:,} env steps per update; "
+            f"built and compiled in {time.perf_counter() - t_build:.1f} s"
+        )
+    t0 = time.perf_counter()
+    chunks = 0
+    with _progress(progress) as bar:
+        task = bar.add_task(cfg.name, total=total, completed=done, info="")
+        while done < total:
+            t_chunk = time.perf_counter()
+            runner, metrics = compiled(runner, train_params)
+            new = _chunk_records(metrics, ppo_cfg.steps_per_update, wall0 + time.perf_counter() - t0)
+            rate = per_chunk * ppo_cfg.steps_per_update * cfg.num_seeds / (time.perf_counter() - t_chunk)
+            with metrics_path.open("a") as f:
+                f.writelines(json.dumps(r) + "\n" for r in new)
+            records += new
+            done = new[-1]["update"]
+            mngr.save(done, args=ocp.args.StandardSave(runner))
+            mngr.wait_until_finished()
+            ret, wait = _summary(new)
+            info = f"{rate:,.0f} env steps/s  " + (
+                f"return {ret:.2f}  avg wait {wait:,.0f} s" if np.isfinite(ret) else "no episode finished yet"
+            )
+            bar.update(task, completed=done, info=info)
+            chunks += 1
+            if stop_after_chunks is not None and chunks >= stop_after_chunks and done < total:
+                mngr.close()
+                return run_dir
+    mngr.close()
+
+    from jaxsched.experiments.plots import plot_learning_curves
+
+    curve = run_dir / CURVE_FILE
+    plot_learning_curves(records, curve, title=f"{cfg.name}: {cfg.num_seeds} seeds (mean ± std)")
+    say(f"metrics:        {metrics_path}")
+    say(f"checkpoint:     {run_dir / CHECKPOINT_DIR / str(done)} (final parameters, update {done})")
+    say(f"learning curve: {curve}")
+    return run_dir

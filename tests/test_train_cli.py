@@ -1,0 +1,232 @@
+"""Configs (strict YAML), chunked training with checkpoints and exact resume, held-out evaluation, the
+`train`/`eval` CLI and the plots, on a tiny config (a few seconds once compiled)."""
+
+import glob
+import json
+from pathlib import Path
+
+import chex
+import jax
+import pytest
+import yaml
+
+from jaxsched.cli import main
+from jaxsched.experiments.config import RunConfig, build_run, config_from_dict, load_config
+from jaxsched.experiments.eval_run import eval_run
+from jaxsched.experiments.plots import plot_split_sweep
+from jaxsched.experiments.train import (
+    abstract_runner,
+    checkpoint_manager,
+    read_metrics,
+    restore_runner,
+    train_run,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TINY = {
+    "name": "tiny",
+    "seed": 0,
+    "num_seeds": 2,
+    "env": {"n_cores": 16, "window": 4, "tail": 1, "queue_capacity": 64, "episode_jobs": 32},
+    "workload": {"train_episodes": 8, "test_episodes": 8, "jobs_per_episode": 80},
+    "ppo": {
+        "hidden": [32],
+        "num_envs": 8,
+        "num_steps": 16,
+        "num_minibatches": 4,
+        "update_epochs": 2,
+        "total_updates": 6,
+        "updates_per_chunk": 2,
+    },
+    "eval": {"episodes": 4, "baselines": ["fcfs", "sjf_easy"], "baseline_window": 8},
+}
+
+
+def tiny(out_dir, **top) -> RunConfig:
+    return config_from_dict({**TINY, "out_dir": str(out_dir), **top})
+
+
+def write_yaml(path: Path, d: dict) -> Path:
+    path.write_text(yaml.safe_dump(d))
+    return path
+
+
+# ---- configs ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "d,dotted,hint",
+    [
+        ({"ppo": {"learning_rat": 1}}, "ppo.learning_rat", "ppo.lr"),
+        ({"ppo": {"learning_rate": 1}}, "ppo.learning_rate", "ppo.lr"),
+        ({"env": {"n_core": 1}}, "env.n_core", "env.n_cores"),
+        ({"workload": {"jobs_per_episod": 1}}, "workload.jobs_per_episod", "workload.jobs_per_episode"),
+        ({"num_seed": 1}, "num_seed", "num_seeds"),
+    ],
+)
+def test_unknown_key_names_the_dotted_key_and_suggests_one(tmp_path, d, dotted, hint):
+    path = write_yaml(tmp_path / "x.yaml", d)
+    with pytest.raises(ValueError) as err:
+        load_config(path)
+    assert str(err.value) == f"{path}: unknown key '{dotted}' (did you mean '{hint}'?)"
+
+
+@pytest.mark.parametrize(
+    "d,expect",
+    [
+        ({"env": {"n_cores": "many"}}, "env.n_cores must be an integer, got 'many'"),
+        ({"num_seeds": 2.5}, "num_seeds must be an integer"),
+        ({"eval": {"greedy": "yes"}}, "eval.greedy must be true/false"),
+        ({"ppo": {"hidden": [64, "wide"]}}, r"ppo.hidden\[1\] must be an integer"),
+        ({"ppo": {"lr": "fast"}}, "ppo.lr must be a number"),
+        ({"env": {"max_steps": [1]}}, "env.max_steps must be an integer or null"),
+        ({"ppo": "fast"}, "'ppo' must be a mapping"),
+        ({"ppo": {"num_minibatches": 7}}, r"ppo.num_minibatches \(7\) must divide"),
+        ({"env": {"tail": 11}}, r"env.tail must be in 0..10"),
+        ({"workload": {"source": "swf"}}, "workload.path is required"),
+        ({"eval": {"baselines": ["fcfs", "sjff"]}}, "unknown heuristic 'sjff'"),
+    ],
+)
+def test_bad_values_name_the_key(d, expect):
+    with pytest.raises(ValueError, match=expect):
+        config_from_dict(d)
+
+
+def test_yaml_floats_and_round_trip(tmp_path):
+    cfg = load_config(write_yaml(tmp_path / "r.yaml", {**TINY, "ppo": {**TINY["ppo"], "lr": "3e-4"}}))
+    assert cfg.ppo.lr == 3e-4 and cfg.ppo.hidden == (32,) and cfg.name == "tiny"
+    assert config_from_dict(cfg.to_dict()) == cfg
+    assert config_from_dict(yaml.safe_load(yaml.safe_dump(cfg.to_dict()))) == cfg
+    assert config_from_dict({}) == RunConfig()  # every default is valid (the paper's)
+    assert load_config(write_yaml(tmp_path / "named_by_file.yaml", {})).name == "named_by_file"
+
+
+def test_relative_workload_path_resolves_beside_the_config(tmp_path, monkeypatch):
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "trace.swf").write_text("")
+    d = {"workload": {"source": "swf", "path": "trace.swf"}}
+    monkeypatch.chdir(tmp_path)
+    assert load_config(write_yaml(tmp_path / "cfg" / "a.yaml", d)).workload.path == str(
+        tmp_path / "cfg" / "trace.swf"
+    )
+    d["workload"]["path"] = "elsewhere.swf"  # not beside the config: relative to the cwd
+    assert load_config(write_yaml(tmp_path / "cfg" / "b.yaml", d)).workload.path == str(
+        tmp_path / "elsewhere.swf"
+    )
+
+
+def test_shipped_configs_load():
+    paths = sorted(glob.glob(str(ROOT / "configs" / "dbf" / "*.yaml")))
+    names = {Path(p).stem for p in paths}
+    assert {"quick", "m10_9_1", "m10_10_0", "m8", "m16", "m20", "m32", "m64"} <= names
+    for p in paths:
+        assert Path(p).read_text().startswith("#"), f"{p} needs a comment header"
+        cfg = load_config(p)
+        if Path(p).stem == "quick":
+            assert cfg.ppo.total_updates * cfg.ppo.steps_per_update <= 50_000
+            continue
+        assert (cfg.env.n_cores, cfg.env.episode_jobs, cfg.ppo.hidden) == (256, 1000, (1024, 512, 256))
+        assert (cfg.ppo.lr, cfg.ppo.clip_eps, cfg.ppo.gamma, cfg.ppo.minibatch_size) == (3e-4, 0.2, 0.99, 128)
+    assert load_config(ROOT / "configs/dbf/m10_9_1.yaml").env.tail == 1
+    assert load_config(ROOT / "configs/dbf/m64.yaml", ["env.tail=5"]).env.tail == 5
+
+
+def test_train_and_test_params_share_runtime_norm(tmp_path):
+    env, train, test, ppo = build_run(tiny(tmp_path))
+    assert float(train.runtime_norm) == float(test.runtime_norm)
+    assert int(train.bank.submit.shape[0]) == int(test.bank.submit.shape[0]) == 8 * 80
+    assert env.config.window_head == 3 and env.config.window_tail == 1 and ppo.hidden == (32,)
+
+
+# ---- training, resume, evaluation ----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory):
+    cfg = tiny(tmp_path_factory.mktemp("full"))
+    return cfg, train_run(cfg, progress=False)
+
+
+def _final_state(cfg: RunConfig):
+    env, train, _, _ = build_run(cfg)
+    mngr = checkpoint_manager(cfg.run_dir, read_only=True)
+    state = restore_runner(mngr, mngr.latest_step(), abstract_runner(cfg, env, train))
+    mngr.close()
+    return state
+
+
+def _without_wall(records):
+    return [{k: v for k, v in r.items() if k != "wall_s"} for r in records]
+
+
+def test_train_run_writes_metrics_checkpoint_and_curve(full_run):
+    cfg, run_dir = full_run
+    assert run_dir == cfg.run_dir
+    assert config_from_dict(yaml.safe_load((run_dir / "config.yaml").read_text())) == cfg
+    records = read_metrics(run_dir)
+    assert [r["update"] for r in records] == [1, 2, 3, 4, 5, 6]
+    assert [r["env_steps"] for r in records] == [128 * u for u in range(1, 7)]
+    for r in records:
+        for k in ("episodes", "episode_return", "avg_wait", "utilization", "entropy", "approx_kl"):
+            assert isinstance(r[k], list) and len(r[k]) == 2, k
+    assert sum(sum(r["episodes"]) for r in records) > 0
+    assert sorted(int(p.name) for p in (run_dir / "checkpoints").iterdir() if p.name.isdigit()) == [4, 6]
+    assert (run_dir / "learning_curve.png").stat().st_size > 10_000
+    state = _final_state(cfg)
+    assert state.update.tolist() == [6, 6]
+    leaves = jax.tree.leaves(state.params)
+    assert all(x.shape[0] == 2 for x in leaves)
+    assert any((x[0] != x[1]).any() for x in leaves)  # the two seeds differ
+
+
+def test_resume_after_a_kill_is_exact(full_run, tmp_path):
+    cfg_full, full_dir = full_run
+    cfg = tiny(tmp_path)
+    train_run(cfg, progress=False, stop_after_chunks=1)
+    assert [r["update"] for r in read_metrics(cfg.run_dir)] == [1, 2]
+    assert not (cfg.run_dir / "learning_curve.png").exists()
+    # killed after writing the next chunk's metrics but before its checkpoint, mid-line
+    with (cfg.run_dir / "metrics.jsonl").open("a") as f:
+        f.write(json.dumps({"update": 3, "env_steps": 384, "wall_s": 0.0}) + '\n{"update": 4, "env')
+    with pytest.raises(ValueError, match="--resume"):
+        train_run(cfg, progress=False)
+    train_run(cfg, resume=True, progress=False)
+    chex.assert_trees_all_equal(_final_state(cfg), _final_state(cfg_full))
+    assert _without_wall(read_metrics(cfg.run_dir)) == _without_wall(read_metrics(full_dir))
+    with pytest.raises(ValueError, match=r"differs .* ppo.lr"):
+        train_run(cfg.replace(ppo=cfg.ppo.__class__(**{**cfg.ppo.to_dict(), "lr": 1e-3})), resume=True)
+
+
+def test_eval_run_writes_agent_and_baselines(full_run, tmp_path):
+    cfg, run_dir = full_run
+    out = tmp_path / "eval.json"
+    results = eval_run(cfg, run_dir, episodes=3, json_path=out)
+    saved = json.loads(out.read_text())
+    assert set(saved) == {"agent", "fcfs", "sjf_easy"} == set(results)
+    for metric in ("avg_wait", "avg_queue_len", "utilization", "avg_job_load", "avg_bsld"):
+        assert len(saved["agent"][metric]["per_seed"]) == 2
+        assert {"mean", "std", "per_seed"} <= set(saved["fcfs"][metric])
+    assert saved["agent"]["placed"]["mean"] > 0
+
+
+def test_cli_train_and_eval(tmp_path, capsys):
+    path = write_yaml(tmp_path / "tiny.yaml", {**TINY, "out_dir": str(tmp_path / "runs")})
+    assert main(["train", str(path), "--quiet"]) == 0
+    run_dir = tmp_path / "runs" / "tiny"
+    assert (run_dir / "learning_curve.png").exists() and len(read_metrics(run_dir)) == 6
+    assert main(["train", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("jaxsched train: error: ") and "--resume" in err and err.count("\n") == 1
+    assert main(["train", str(path), "--quiet", "--resume"]) == 0  # already complete: nothing to do
+    assert main(["eval", str(path), "--checkpoint", str(run_dir), "--episodes", "2"]) == 0
+    assert (run_dir / "eval.json").exists()
+    bad = write_yaml(tmp_path / "bad.yaml", {**TINY, "ppo": {"learning_rat": 1}})
+    assert main(["train", str(bad)]) == 2
+    assert "unknown key 'ppo.learning_rat' (did you mean 'ppo.lr'?)" in capsys.readouterr().err
+
+
+def test_plot_split_sweep(tmp_path):
+    results = {
+        (m, t): {"avg_wait": (1000.0 + 10 * t, 50.0), "avg_queue_len": (5.0 - 0.1 * t, 0.5)}
+        for m in (8, 10)
+        for t in range(0, m + 1, 2)
+    }
+    out = plot_split_sweep(results, tmp_path / "sweep.png")
+    assert out.stat().st_size > 10_000
