@@ -169,3 +169,22 @@ def test_tiny_ppo_beats_random_valid_on_held_out_episodes(problem):
     ppo_wait = np.mean([r["avg_wait"][0] for r in runs])
     assert ppo_return > rnd["return"][0], (ppo_return, rnd["return"][0])
     assert ppo_wait < rnd["avg_wait"][0], (ppo_wait, rnd["avg_wait"][0])
+
+
+def test_hyperparameter_grid_and_seeds_in_one_program(problem):
+    """`vmap` over a learning-rate grid and, inside, over seeds: one compiled program, and each grid point
+    trains exactly as a run with that config would."""
+    cfg = PPOConfig(
+        num_envs=4, num_steps=8, total_updates=2, updates_per_chunk=2, hidden=(8,), num_minibatches=2
+    )
+    train = make_train(cfg, ENV, problem[0])
+    lrs = jnp.array([1e-4, 1e-2], jnp.float32)
+    grid = jax.tree.map(lambda x: jnp.full((2,), x), cfg.hparams()).replace(lr=lrs)
+    keys = jax.random.split(jax.random.key(5), 3)
+    runners, _ = jax.jit(jax.vmap(jax.vmap(train, in_axes=(0, None)), in_axes=(None, 0)))(keys, grid)
+    chex.assert_tree_shape_prefix(runners.params, (2, 3))
+    for g, lr in enumerate([1e-4, 1e-2]):
+        one, _ = jax.jit(make_train(PPOConfig(**{**cfg.to_dict(), "lr": lr}), ENV, problem[0]))(keys[1])
+        chex.assert_trees_all_close(_seed(_seed(runners.params, g), 1), one.params, rtol=1e-5, atol=1e-6)
+    small, large = (jax.tree.leaves(_seed(runners.params, g))[0] for g in range(2))
+    assert not np.allclose(small, large)  # the grid points really differ
