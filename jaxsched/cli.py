@@ -125,6 +125,16 @@ def _run_bench(args) -> int:
     return 0
 
 
+def _add_report(sub) -> None:
+    from jaxsched.experiments.dbf_report import add_arguments, run_from_args
+
+    p = sub.add_parser(
+        "report", help="DBF runs vs baselines: markdown table, Fig. 5-style plot, learning curves"
+    )
+    add_arguments(p)
+    p.set_defaults(func=run_from_args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jaxsched", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -133,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_demo(sub)
     _add_hpc_table(sub)
     _add_bench(sub)
+    _add_report(sub)
     return parser
 
 

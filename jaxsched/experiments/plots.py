@@ -4,6 +4,7 @@ split sweep (Fig. 5)."""
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -116,7 +117,9 @@ def plot_split_sweep(results: Mapping[tuple[int, int], Mapping[str, tuple[float,
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(windows) :]:
         ax.set_visible(False)
-    fig.suptitle("Window head/tail split: waiting time (red) and queue length (green)")
+    # wrap to the figure's width: a single panel is too narrow for the title on one line
+    title = "Window head/tail split: waiting time (red) and queue length (green)"
+    fig.suptitle(textwrap.fill(title, width=int(14 * 4.6 * cols / 1.6)))
     fig.tight_layout()
     out_png = Path(out_png)
     fig.savefig(out_png, dpi=120)

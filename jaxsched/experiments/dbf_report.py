@@ -1,0 +1,89 @@
+"""Collect trained Deep Back-Filling runs into the paper's comparison: a markdown table of the agents
+(per window split) against the heuristic baselines on the same held-out episodes, the Fig. 5-style plot
+(average wait and queue length against tail size per window size) and each run's learning curve.
+
+    jaxsched report runs/dbf_cpu_m10_9_1 runs/dbf_cpu_m10_10_0 --out docs/results/dbf
+
+Agents are reported as mean ± std over seeds of each seed's mean over the held-out episodes (the spread a
+new training run would show); heuristics, which have no seed, as mean ± std over episodes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from jaxsched.experiments.config import load_config
+from jaxsched.experiments.plots import plot_split_sweep
+
+COLUMNS = [
+    ("avg_wait", "avg wait (s)", ",.0f"),
+    ("avg_queue_len", "avg queue length", ".1f"),
+    ("utilization", "utilization", ".3f"),
+    ("avg_job_load", "avg job load", ",.0f"),
+    ("avg_bsld", "avg bsld", ".1f"),
+]
+
+
+def _run(run_dir: Path) -> tuple[object, dict]:
+    cfg_path, eval_path = run_dir / "config.yaml", run_dir / "eval.json"
+    for p in (cfg_path, eval_path):
+        if not p.is_file():
+            raise ValueError(
+                f"{run_dir}: no {p.name}; train and evaluate the run first (jaxsched train / eval)"
+            )
+    return load_config(cfg_path), json.loads(eval_path.read_text())
+
+
+def _seed_stats(entry: dict) -> tuple[float, float]:
+    per_seed = np.asarray(entry.get("per_seed") or [entry["mean"]], np.float64)
+    return float(per_seed.mean()), float(per_seed.std())
+
+
+def split_report(run_dirs, out_dir) -> str:
+    """Write `table.md`, `split.png` and `<run>_learning_curve.png` under `out_dir`; return the table."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = [_run(Path(d)) for d in run_dirs]
+    if not runs:
+        raise ValueError("report: give at least one run directory")
+    header = "| policy | " + " | ".join(h for _, h, _ in COLUMNS) + " |"
+    lines = [header, "|---|" + "---:|" * len(COLUMNS)]
+    sweep = {}
+    for (cfg, result), run_dir in zip(runs, run_dirs, strict=True):
+        m, tail = cfg.env.window, cfg.env.tail
+        label = f"DBF M={m} ({m - tail} head + {tail} tail), {cfg.num_seeds} seeds"
+        cells = []
+        for key, _, fmt in COLUMNS:
+            mean, std = _seed_stats(result["agent"][key])
+            cells.append(f"{mean:{fmt}} ± {std:{fmt}}")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        sweep[(m, tail)] = {k: _seed_stats(result["agent"][k]) for k in ("avg_wait", "avg_queue_len")}
+        curve = Path(run_dir) / "learning_curve.png"
+        if curve.is_file():
+            shutil.copy(curve, out / f"{cfg.name}_learning_curve.png")
+    baselines = runs[0][1]
+    for name, entry in baselines.items():
+        if name == "agent":
+            continue
+        cells = [f"{entry[k]['mean']:{fmt}} ± {entry[k]['std']:{fmt}}" for k, _, fmt in COLUMNS]
+        label = name.replace("_easy", " + EASY").upper().replace(" + EASY", " + EASY")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    table = "\n".join(lines) + "\n"
+    (out / "table.md").write_text(table)
+    plot_split_sweep(sweep, out / "split.png")
+    return table
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("runs", nargs="+", help="trained and evaluated run directories (out_dir/name)")
+    parser.add_argument("--out", required=True, help="folder for table.md, split.png and learning curves")
+
+
+def run_from_args(args) -> int:
+    print(split_report(args.runs, args.out))
+    print(f"written to {args.out}/")
+    return 0
