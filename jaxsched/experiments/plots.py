@@ -61,8 +61,22 @@ def plot_learning_curves(
     fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 3.6 * rows), squeeze=False)
     for ax, metric in zip(axes.flat, metrics, strict=False):
         x, mean, std = curve_stats(records, metric)
-        if len(x):
-            ax.plot(x, mean, color="tab:blue", lw=1.6, marker="." if len(x) <= 60 else None)
+        if len(x) > 40:
+            # Long runs: each point is whichever episodes ended in that update, and episodes differ a lot
+            # in load, so show the raw points faintly and their moving average (10 % of the points).
+            ax.plot(x, mean, color="tab:blue", lw=0.8, alpha=0.3, label="per update (seed mean)")
+            k = max(3, len(x) // 10)
+            smooth = np.convolve(mean, np.ones(k) / k, mode="valid")
+            ax.plot(
+                x[k // 2 : k // 2 + len(smooth)],
+                smooth,
+                color="tab:blue",
+                lw=2.2,
+                label=f"moving average ({k})",
+            )
+            ax.legend(fontsize=8, loc="best")
+        elif len(x):
+            ax.plot(x, mean, color="tab:blue", lw=1.6, marker=".")
             ax.fill_between(x, mean - std, mean + std, color="tab:blue", alpha=0.25, lw=0)
         else:
             ax.text(0.5, 0.5, "no finished episodes yet", ha="center", va="center", transform=ax.transAxes)
