@@ -93,15 +93,18 @@ def _run_demo(args) -> int:
     return 0
 
 
-def _add_hpc_table(sub) -> None:
-    from jaxsched.experiments.rlscheduler_table import add_arguments, run_from_args
+def _add_module_command(sub, name: str, module, help: str) -> None:
+    """A subcommand whose module defines `add_arguments(parser)` and `run_from_args(args)`."""
+    p = sub.add_parser(name, help=help)
+    module.add_arguments(p)
+    p.set_defaults(func=module.run_from_args)
 
-    p = sub.add_parser(
-        "hpc-table",
-        help="RLScheduler-compatible heuristic table (bsld or util) over sequences of an SWF trace",
-    )
-    add_arguments(p)
-    p.set_defaults(func=run_from_args)
+
+def _add_hpc_table(sub) -> None:
+    from jaxsched.experiments import rlscheduler_table
+
+    help = "RLScheduler-compatible heuristic table (bsld or util) over sequences of an SWF trace"
+    _add_module_command(sub, "hpc-table", rlscheduler_table, help)
 
 
 def _add_bench(sub) -> None:
@@ -126,13 +129,10 @@ def _run_bench(args) -> int:
 
 
 def _add_report(sub) -> None:
-    from jaxsched.experiments.dbf_report import add_arguments, run_from_args
+    from jaxsched.experiments import dbf_report
 
-    p = sub.add_parser(
-        "report", help="DBF runs vs baselines: markdown table, Fig. 5-style plot, learning curves"
-    )
-    add_arguments(p)
-    p.set_defaults(func=run_from_args)
+    help = "DBF runs vs baselines: markdown table, Fig. 5-style plot, learning curves"
+    _add_module_command(sub, "report", dbf_report, help)
 
 
 def build_parser() -> argparse.ArgumentParser:

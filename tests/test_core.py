@@ -53,7 +53,11 @@ def test_cluster_allocate_release_and_shadow():
     np.testing.assert_array_equal(end2, [100, 50, 100, 30, 0])
     assert int(cluster.next_release(end2, t)) == 30
     assert int(cluster.next_release(jnp.zeros(3, jnp.int32), t)) == int(cluster.NEVER)
-    np.testing.assert_array_equal(cluster.busy_time_left(end2, t), [90, 40, 90, 20, 0])
+    np.testing.assert_array_equal(cluster.time_left(end2, end2, t), [90, 40, 90, 20, 0])
+    # requested ends differ from actual ones: a unit freed early shows 0, an overrunning one 1 s
+    np.testing.assert_array_equal(
+        cluster.time_left(end2, jnp.array([5, 60, 200, 9, 50]), t), [1, 50, 190, 1, 0]
+    )
     # 1 free now; 2 at t=30; 3 at t=50; 5 at t=100
     for n, want in [(1, 10), (2, 30), (3, 50), (4, 100), (5, 100)]:
         assert int(cluster.earliest_start(end2, t, jnp.int32(n))) == want

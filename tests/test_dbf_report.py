@@ -2,8 +2,6 @@
 
 import json
 
-import pytest
-
 from jaxsched.cli import main
 from jaxsched.experiments.config import config_from_dict, dump_config
 
@@ -41,8 +39,3 @@ def test_report_names_a_run_without_results(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["report", str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 2
     assert "no config.yaml" in capsys.readouterr().err
-
-
-@pytest.fixture(autouse=True)
-def _agg(monkeypatch):
-    monkeypatch.setenv("MPLBACKEND", "Agg")

@@ -47,9 +47,13 @@ def next_release(end: jax.Array, t: jax.Array) -> jax.Array:
     return jnp.min(jnp.where(end > t, end, NEVER))
 
 
-def busy_time_left(end: jax.Array, t: jax.Array) -> jax.Array:
-    """`i32[N]`: time until each unit frees (0 when free) — the DBF cluster state σ(t)."""
-    return jnp.maximum(end - t, 0)
+def time_left(end: jax.Array, req_end: jax.Array, t: jax.Array) -> jax.Array:
+    """`i32[N]`: the scheduler's view of when each unit frees — the DBF cluster state σ(t).
+
+    0 on a free unit; on a busy one the *requested* time left (`req_end - t`), at least 1 s, since a job
+    that has overrun its request may end at any moment.
+    """
+    return jnp.where(free_mask(end, t), 0, jnp.maximum(req_end - t, 1))
 
 
 def earliest_start(end: jax.Array, t: jax.Array, n: jax.Array) -> jax.Array:

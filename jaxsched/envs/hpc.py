@@ -352,8 +352,7 @@ class HPCEnv(Environment[HPCState, HPCParams]):
         _, present, _, cores, req, submit = self._window(state, params)
         free = cluster.num_free(state.core_end, t)
         fits = present & (cores <= free)
-        busy = ~cluster.free_mask(state.core_end, t)
-        sigma = jnp.where(busy, jnp.maximum(state.core_req_end - t, 1), 0)
+        sigma = cluster.time_left(state.core_end, state.core_req_end, t)
         wait = jnp.where(present, t - submit, 0).astype(jnp.float32)
         slots = jnp.stack(
             [

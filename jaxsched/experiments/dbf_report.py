@@ -18,14 +18,7 @@ import numpy as np
 
 from jaxsched.experiments.config import load_config
 from jaxsched.experiments.plots import plot_split_sweep
-
-COLUMNS = [
-    ("avg_wait", "avg wait (s)", ",.0f"),
-    ("avg_queue_len", "avg queue length", ".1f"),
-    ("utilization", "utilization", ".3f"),
-    ("avg_job_load", "avg job load", ",.0f"),
-    ("avg_bsld", "avg bsld", ".1f"),
-]
+from jaxsched.experiments.report import HPC_METRICS
 
 
 def _run(run_dir: Path) -> tuple[object, dict]:
@@ -50,14 +43,14 @@ def split_report(run_dirs, out_dir) -> str:
     runs = [_run(Path(d)) for d in run_dirs]
     if not runs:
         raise ValueError("report: give at least one run directory")
-    header = "| policy | " + " | ".join(h for _, h, _ in COLUMNS) + " |"
-    lines = [header, "|---|" + "---:|" * len(COLUMNS)]
+    header = "| policy | " + " | ".join(h for _, h, _ in HPC_METRICS) + " |"
+    lines = [header, "|---|" + "---:|" * len(HPC_METRICS)]
     sweep = {}
     for (cfg, result), run_dir in zip(runs, run_dirs, strict=True):
         m, tail = cfg.env.window, cfg.env.tail
         label = f"DBF M={m} ({m - tail} head + {tail} tail), {cfg.num_seeds} seeds"
         cells = []
-        for key, _, fmt in COLUMNS:
+        for key, _, fmt in HPC_METRICS:
             mean, std = _seed_stats(result["agent"][key])
             cells.append(f"{mean:{fmt}} ± {std:{fmt}}")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
@@ -69,8 +62,8 @@ def split_report(run_dirs, out_dir) -> str:
     for name, entry in baselines.items():
         if name == "agent":
             continue
-        cells = [f"{entry[k]['mean']:{fmt}} ± {entry[k]['std']:{fmt}}" for k, _, fmt in COLUMNS]
-        label = name.replace("_easy", " + EASY").upper().replace(" + EASY", " + EASY")
+        cells = [f"{entry[k]['mean']:{fmt}} ± {entry[k]['std']:{fmt}}" for k, _, fmt in HPC_METRICS]
+        label = name.replace("_easy", " + easy").upper()  # fcfs_easy -> FCFS + EASY
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     table = "\n".join(lines) + "\n"
     (out / "table.md").write_text(table)

@@ -10,17 +10,9 @@ import jax
 
 from jaxsched.envs.hpc import HPCConfig, HPCEnv
 from jaxsched.experiments.evaluate import evaluate_policies, summarize
-from jaxsched.experiments.report import print_metric_table, write_json
+from jaxsched.experiments.report import HPC_METRICS, print_metric_table, write_json
 from jaxsched.policies.hpc import heuristic_policies, random_valid_policy
 from jaxsched.workloads.lublin import LublinConfig, generate_bank
-
-HPC_METRICS = [
-    ("avg_wait", "avg wait (s)", ",.0f"),
-    ("avg_queue_len", "avg queue len", ".1f"),
-    ("utilization", "utilization", ".3f"),
-    ("avg_job_load", "avg job load", ",.0f"),
-    ("avg_bsld", "avg bsld", ".1f"),
-]
 
 
 def run_demo(

@@ -21,9 +21,8 @@ import numpy as np
 from jaxsched.agents.dbf import dbf_env
 from jaxsched.agents.ppo import PPO
 from jaxsched.experiments.config import EVAL_TAG, RunConfig, build_run, purpose_key
-from jaxsched.experiments.demo import HPC_METRICS
 from jaxsched.experiments.evaluate import evaluate_policies, run_episode
-from jaxsched.experiments.report import print_metric_table, write_json
+from jaxsched.experiments.report import HPC_METRICS, print_metric_table, write_json
 from jaxsched.experiments.train import CHECKPOINT_DIR, abstract_runner, checkpoint_manager, restore_runner
 from jaxsched.policies.hpc import make_priority_policy
 

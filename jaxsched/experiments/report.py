@@ -7,6 +7,15 @@ import json
 from rich.console import Console
 from rich.table import Table
 
+# The HPC env's paper metrics as table columns: (metric key, header, number format).
+HPC_METRICS = [
+    ("avg_wait", "avg wait (s)", ",.0f"),
+    ("avg_queue_len", "avg queue len", ".1f"),
+    ("utilization", "utilization", ".3f"),
+    ("avg_job_load", "avg job load", ",.0f"),
+    ("avg_bsld", "avg bsld", ".1f"),
+]
+
 
 def print_metric_table(
     rows: dict[str, dict[str, tuple[float, float]]], metrics: list[tuple[str, str, str]], title: str = ""

@@ -151,21 +151,9 @@ def measure_train(
         }
     )
     ppo = PPO(config, env, params)
-    # Seeds are initialised one at a time and stacked: initialisation is not timed, and a vmapped
-    # orthogonal init (batched LAPACK QR) can deadlock XLA's CPU thread pool on small machines.
-    init = jax.jit(ppo.init)
-    runners = [init(k) for k in jax.random.split(jax.random.key(seed), seeds)]
-    runner = jax.tree.map(lambda *xs: jnp.stack(xs), *runners)
+    runner = jax.jit(jax.vmap(ppo.init))(jax.random.split(jax.random.key(seed), seeds))
     chunk = jax.jit(jax.vmap(ppo.train_chunk))
-
-    t0 = time.perf_counter()
-    runner, metrics = jax.block_until_ready(chunk(runner))
-    first = time.perf_counter() - t0
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        runner, metrics = jax.block_until_ready(chunk(runner))
-        times.append(time.perf_counter() - t0)
+    first, times = _time(chunk, runner, repeats=repeats)  # every run does the same chunk of updates
     run = statistics.median(times)
     return {
         "agent": "ppo",

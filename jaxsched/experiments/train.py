@@ -45,8 +45,9 @@ def programs(ppo_config: PPOConfig, env):
     if cache_key not in _PROGRAMS:
 
         def init(keys, env_params):
-            # lax.map, not vmap: on the CPU (jax 0.10.2) the vmapped orthogonal init of a 2-layer
-            # ActorCritic never returns (an XLA thread-pool wedge); init is cheap, so a loop costs nothing.
+            # lax.map rather than vmap: jaxlib 0.10.x wedges on the vmapped orthogonal init (batched QR)
+            # on the CPU; the pinned 0.9.2 does not, but a loop keeps runs bit-identical to those in
+            # docs/results and costs nothing (init is cheap).
             return jax.lax.map(PPO(ppo_config, env, env_params).init, keys)
 
         def chunk(runner, env_params):
