@@ -1,0 +1,749 @@
+"""The public-cloud GPU cluster of the Dual-Agent Scheduler (Xing et al., KDD'23, §3, §5.1).
+
+M machines (GPU, CPU, memory, NIC bandwidth, a performance factor) run distributed deep-learning jobs
+of C identical instances. One decision is a scheduling round (the paper's Dec-MDP step): the ordering
+agent gives each of the N visible pending jobs a priority, the placement agent each (job, machine) pair
+an affinity; jobs are taken in priority order and placed instance by instance on machines in affinity
+order, or stay pending as a failed scheduling. Time then forwards, event by event, until a pending job
+could start. Speeds follow a fluid contention model and are recomputed at every start and finish, so
+durations (and fees) emerge from placement and co-location. The full semantics, the contention model and
+every choice the paper leaves open are specified in `docs/gpu_cloud.md`; `tests/reference_gpu_cloud.py`
+is an independent event loop written from that page.
+
+Choices the paper leaves open (details in docs/gpu_cloud.md):
+  * resources are exact integers (1/100 GPU, 1/100 core, MiB); time is float32 seconds from the
+    episode's first arrival;
+  * the pending list is a queue of `queue_capacity`; a job arriving while it is full waits outside
+    (its JCT still counts from its arrival); when more than N jobs wait, N are sampled uniformly
+    (App. D) and shown in submission order;
+  * every visible job that is not placed in a round counts as a failed scheduling (Eq. 3's penalty);
+  * a round that starts nothing forwards at least one event, so every step makes progress.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxsched.core import queue
+from jaxsched.core.env import Environment
+from jaxsched.core.spaces import Box
+from jaxsched.workloads.ddl import MODEL_COMM, MODEL_NAMES, DDLWorkload, validate_ddl_workload
+
+N_JOB_FEATURES = 5  # C/c_norm, cpu, gpu, mem (per instance, / machine capacity), wait/wait_norm
+N_MACHINE_FEATURES = 5  # free cpu, gpu, mem, bandwidth (fractions of capacity), GPU utilisation
+N_RES = 3  # gpu, cpu, mem
+INF = jnp.float32(jnp.inf)
+BIG_FIT = 1 << 20  # "unconstrained" instance count for a zero demand
+ARRIVAL_BLOCK = 8  # arrivals one forward-loop iteration may admit
+
+
+@dataclass(frozen=True)
+class GPUCloudConfig:
+    """Static shapes: machines M, visible pending jobs N, pending-list capacity Q, running set R."""
+
+    n_machines: int = 8
+    n_slots: int = 16
+    queue_capacity: int = 64
+    max_running: int | None = None  # default 4 per machine (a Small cluster runs ~10-20 jobs at once)
+
+    def __post_init__(self):
+        if self.max_running is None:
+            object.__setattr__(self, "max_running", 4 * self.n_machines)
+        for name in ("n_machines", "n_slots", "queue_capacity", "max_running"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"GPUCloudConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.n_slots > self.queue_capacity:
+            raise ValueError(
+                f"GPUCloudConfig.queue_capacity ({self.queue_capacity}) must be >= n_slots ({self.n_slots})"
+            )
+
+
+@struct.dataclass
+class GPUCloudParams:
+    """Workload bank, cluster and every numeric knob (vmappable). Defaults: `GPUCloudEnv.make_params`."""
+
+    bank: DDLWorkload
+    rows: jnp.ndarray  # i32[J + K, 5] the bank's (submit, n_inst, gpu, cpu, mem) packed, padded by K rows:
+    #                    the forward loop reads K consecutive arrivals as one contiguous slice
+    starts: jnp.ndarray  # i32[S] episode start indices into the bank
+    episode_jobs: jnp.ndarray  # i32 E: jobs per episode (paper App. D: 1,000)
+    max_steps: jnp.ndarray  # i32 truncation guard
+    gpu_cap: jnp.ndarray  # i32[M] 1/100 GPU (V100 machine: 800)
+    cpu_cap: jnp.ndarray  # i32[M] 1/100 core (9600)
+    mem_cap: jnp.ndarray  # i32[M] MiB (384 GiB)
+    bw_cap: jnp.ndarray  # f32[M] NIC bandwidth, 1.0 = one machine's NIC
+    perf: jnp.ndarray  # f32[M] performance factor (heterogeneity)
+    fluct_std: jnp.ndarray  # f32 std of the per-update fluctuation φ
+    model_comm: jnp.ndarray  # f32[K] communication intensity per model type
+    kappa_net: jnp.ndarray  # f32 slowdown per unit of co-located network demand
+    kappa_cpu: jnp.ndarray  # f32 slowdown per unit of co-located CPU share
+    kappa_spread: jnp.ndarray  # f32 slowdown per extra machine, per unit of comm intensity
+    price: jnp.ndarray  # f32 $ per GPU-hour (paper §5.1.3: 2.84)
+    alpha: jnp.ndarray  # f32 failed-scheduling weight of Eq. 3 (App. D: 0.1)
+    jct_unit: jnp.ndarray  # f32 seconds per JCT unit in Eq. 3 (60: minutes, Table 1's unit)
+    load_scale: jnp.ndarray  # f32 arrival-rate multiplier (App. E: 0.5 / 1 / 2)
+    c_norm: jnp.ndarray  # f32 instance-count normaliser of the job features
+    wait_norm: jnp.ndarray  # f32 waiting-time normaliser (s)
+
+
+@struct.dataclass
+class GPUCloudState:
+    t: jnp.ndarray  # f32 time (s) since the episode's first arrival
+    first: jnp.ndarray  # i32 bank index of the episode's first job
+    first_submit: jnp.ndarray  # i32 its submit time (arrival times are relative to it)
+    next_job: jnp.ndarray  # i32 bank index of the next arrival
+    end_job: jnp.ndarray  # i32 arrivals stop here (first + E)
+    q_rows: jnp.ndarray  # i32[Q, 5] pending jobs in submission order: (bank index (-1 empty), n_inst, gpu,
+    #                      cpu, mem) — one packed array, so admitting and removing jobs is one scatter each
+    q_len: jnp.ndarray  # i32
+    view: jnp.ndarray  # i32[N] queue position shown in each slot, -1 = empty slot
+    run_job: jnp.ndarray  # i32[R] bank index of each running job, -1 = free slot
+    run_dem: jnp.ndarray  # i32[R, 3] its per-instance demand
+    run_comm_dist: jnp.ndarray  # f32[R] its communication intensity if spread over machines, else 0
+    run_net: jnp.ndarray  # f32[R, M] its network demand on each NIC (net[r, m] of the contention model)
+    run_cpu: jnp.ndarray  # f32[R, M] its share of each machine's CPU (cpu[r, m])
+    run_spread: jnp.ndarray  # f32[R] its spreading slowdown 1 + κ_spread·comm·(k − 1)
+    run_gpus: jnp.ndarray  # f32[R] its GPUs (C · gpu / 100)
+    run_arrival: jnp.ndarray  # f32[R] its arrival time
+    run_start: jnp.ndarray  # f32[R] start time
+    run_work: jnp.ndarray  # f32[R] work left (nominal seconds) at time t
+    run_speed: jnp.ndarray  # f32[R] current speed
+    run_alloc: jnp.ndarray  # i32[R, M] instances on each machine
+    free: jnp.ndarray  # i32[M, 3] free gpu, cpu, mem
+    net_load: jnp.ndarray  # f32[M] NET_m: network demand on each NIC
+    noise_seed: jnp.ndarray  # u32 seeds the fluctuation draws of this episode
+    n_updates: jnp.ndarray  # i32 speed updates so far
+    steps: jnp.ndarray  # i32 decisions this episode
+    finished: jnp.ndarray  # i32 jobs finished
+    failed: jnp.ndarray  # i32 failed schedulings
+    sum_jct: jnp.ndarray  # f32 Σ JCT (s) of finished jobs
+    sum_fee: jnp.ndarray  # f32 Σ fee ($)
+    sum_wait: jnp.ndarray  # f32 Σ (start − arrival)
+    sum_duration: jnp.ndarray  # f32 Σ (finish − start)
+    gpu_seconds: jnp.ndarray  # f32 Σ GPUs · duration
+    last_finish: jnp.ndarray  # f32 time of the latest completion
+
+
+@struct.dataclass
+class GPUCloudObs:
+    """What the agents see. Learned agents read `jobs`/`job_mask` (ordering), `machines` (placement) and
+    `global_state` (centralized critic); heuristics read the raw integers."""
+
+    jobs: jnp.ndarray  # f32[N, 5]
+    job_mask: jnp.ndarray  # bool[N]
+    machines: jnp.ndarray  # f32[M, 5]
+    global_state: jnp.ndarray  # f32[G]
+    n_inst: jnp.ndarray  # i32[N] instances C (0 in empty slots)
+    demand: jnp.ndarray  # i32[N, 3] gpu, cpu, mem per instance
+    arrival_rank: jnp.ndarray  # i32[N] index of the job within the episode (submission order)
+    free: jnp.ndarray  # i32[M, 3]
+    cap: jnp.ndarray  # i32[M, 3]
+    t: jnp.ndarray  # f32
+
+
+@struct.dataclass
+class GPUCloudAction:
+    priority: jnp.ndarray  # f32[N] ordering agent: higher goes first
+    affinity: jnp.ndarray  # f32[N, M] placement agent: higher machine goes first
+
+
+def _hash32(x: jax.Array) -> jax.Array:
+    """A 32-bit integer mixer (lowbias32): uint32 → well-scrambled uint32."""
+    x = x ^ (x >> 16)
+    x = x * jnp.uint32(0x7FEB352D)
+    x = x ^ (x >> 15)
+    x = x * jnp.uint32(0x846CA68B)
+    return x ^ (x >> 16)
+
+
+def fluctuation(noise_seed: jax.Array, update: jax.Array, n_machines: int, std: jax.Array) -> jax.Array:
+    """φ `f32[M]` of speed update number `update`: `clip(1 + std·z, 0.5, 1.5)`.
+
+    z is approximately standard normal (Irwin–Hall: the centred, scaled sum of 4 uniforms, support ±3.46)
+    from a counter-based hash of (episode seed, update, machine, draw): a speed update happens at every
+    event of the forward loop, where a threefry draw per update cost a sixth of the step."""
+    m = jnp.arange(n_machines, dtype=jnp.uint32)[:, None]
+    draw = jnp.arange(4, dtype=jnp.uint32)[None, :]
+    counter = (jnp.asarray(update, jnp.uint32) * jnp.uint32(n_machines) + m) * jnp.uint32(4) + draw
+    h = _hash32(counter ^ _hash32(jnp.asarray(noise_seed, jnp.uint32)))
+    u = (h >> 8).astype(jnp.float32) * jnp.float32(2.0**-24)  # uniform [0, 1)
+    z = (u.sum(axis=1) - 2.0) * jnp.float32(np.sqrt(3.0))
+    return jnp.clip(1.0 + std * z, 0.5, 1.5)
+
+
+def fit_counts(free: jax.Array, demand: jax.Array) -> jax.Array:
+    """Instances of per-instance `demand` (`i32[..., 3]`) that fit in `free` (`i32[M, 3]`): `i32[..., M]`.
+    A zero demand does not constrain.
+
+    Exact integer floor division, computed as a float estimate corrected by one step either way: XLA's
+    CPU integer division does not vectorise, and this runs on every event of the forward loop."""
+    d = demand[..., None, :]
+    est = jnp.floor(free.astype(jnp.float32) / jnp.maximum(d, 1).astype(jnp.float32)).astype(jnp.int32)
+    est = jnp.where((est + 1) * d <= free, est + 1, jnp.where(est * d > free, est - 1, est))
+    return jnp.where(d > 0, est, BIG_FIT).min(axis=-1)
+
+
+def can_place(free: jax.Array, demand: jax.Array, n_inst: jax.Array) -> jax.Array:
+    """`bool[...]`: do `n_inst` instances of `demand` (`i32[..., 3]`) fit in `free` (`i32[M, 3]`)?"""
+    fit = jnp.minimum(fit_counts(free, demand), n_inst[..., None])
+    return fit.sum(axis=-1) >= n_inst
+
+
+def descending_rank(x: jax.Array) -> jax.Array:
+    """`i32[..., K]`: each entry's place when the last axis is sorted in descending order, ties to the
+    lower index. O(K²) comparisons: for the small K here far cheaper than a sort on the CPU."""
+    k = x.shape[-1]
+    idx = jnp.arange(k)
+    ahead = (x[..., None, :] > x[..., :, None]) | (
+        (x[..., None, :] == x[..., :, None]) & (idx[None, :] < idx[:, None])
+    )
+    return ahead.sum(axis=-1).astype(jnp.int32)
+
+
+def contention_shares(alloc, dem, comm, gpu_cap, cpu_cap, bw_cap, k_spread):
+    """Per-job terms of the contention model (docs/gpu_cloud.md), fixed while a job runs:
+    `(net f32[R, M], cpu f32[R, M], comm_dist f32[R], spread f32[R])`.
+
+    alloc `i32[R, M]`, dem `i32[R, 3]`, comm `f32[R]`, caps `[M]`."""
+    n = alloc.astype(jnp.float32)
+    k = (alloc > 0).sum(axis=1).astype(jnp.float32)
+    comm_dist = jnp.where(k > 1, comm, 0.0)  # only jobs spread over machines use the NIC
+    net = n * (comm_dist * dem[:, 0].astype(jnp.float32))[:, None] / (gpu_cap * bw_cap)[None, :]
+    cpu = n * dem[:, 1].astype(jnp.float32)[:, None] / cpu_cap.astype(jnp.float32)[None, :]
+    spread = 1.0 + k_spread * comm * jnp.maximum(k - 1.0, 0.0)
+    return net, cpu, comm_dist, spread
+
+
+def job_speeds(net, cpu, comm_dist, spread, on, live, perf, phi, k_net, k_cpu):
+    """Contention model (docs/gpu_cloud.md): `(speed f32[R], NET f32[M])` of the running jobs from their
+    `contention_shares` (`on = alloc > 0`): the slowest used machine's perf·φ / slowdown, over spread."""
+    net_total = net.sum(axis=0)
+    cpu_total = cpu.sum(axis=0)
+    slow = 1.0 + k_net * comm_dist[:, None] * (net_total - net) + k_cpu * (cpu_total - cpu)
+    # min over used machines of perf·φ/slow = 1 / max over used machines of slow/(perf·φ)
+    worst = jnp.where(on, slow * (1.0 / (perf * phi))[None, :], 0.0).max(axis=1)
+    return jnp.where(live, 1.0 / (worst * spread), 1.0), net_total
+
+
+class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
+    """The DAS Dec-MDP as a functional env; see the module docstring and docs/gpu_cloud.md."""
+
+    name = "gpu_cloud"
+
+    def __init__(self, config: GPUCloudConfig = GPUCloudConfig()):
+        self.config = config
+
+    # ---- params ------------------------------------------------------------------------------------
+    def make_params(
+        self,
+        bank: DDLWorkload,
+        starts=None,
+        *,
+        episode_jobs: int = 1000,
+        max_steps: int | None = None,
+        machine: dict | None = None,
+        perf=None,
+        bw_cap=None,
+        fluct_std: float | None = None,
+        model_comm=None,
+        kappa_net: float = 1.0,
+        kappa_cpu: float = 0.5,
+        kappa_spread: float = 0.1,
+        price: float = 2.84,
+        alpha: float = 0.1,
+        jct_unit: float = 60.0,
+        load_scale: float = 1.0,
+        c_norm: float = 8.0,
+        wait_norm: float = 3600.0,
+    ) -> GPUCloudParams:
+        """Validate `bank` against the cluster (errors name the job and field) and build params.
+
+        `machine`: capacities of each (identical) machine, default the V100 spec; `perf`: `[M]`
+        performance factors (default all 1.0; `heterogeneous_perf` draws calibrated ones); `starts`:
+        episode start indices (default every admissible start)."""
+        from jaxsched.workloads.ddl import FLUCT_STD, V100_MACHINE
+
+        m = self.config.n_machines
+        spec = dict(V100_MACHINE if machine is None else machine)
+        gpu_cap = np.full(m, spec["gpu"], np.int32)
+        cpu_cap = np.full(m, spec["cpu"], np.int32)
+        mem_cap = np.full(m, spec["mem"], np.int32)
+        validate_ddl_workload(bank, gpu_cap=gpu_cap, cpu_cap=cpu_cap, mem_cap=mem_cap)
+        n_jobs = bank.num_jobs
+        if not 1 <= episode_jobs <= n_jobs:
+            raise ValueError(f"episode_jobs must be in [1, {n_jobs}] (the bank's jobs), got {episode_jobs}")
+        if starts is None:
+            starts = np.arange(n_jobs - episode_jobs + 1, dtype=np.int32)
+        starts = np.asarray(starts, np.int32).reshape(-1)
+        if starts.size == 0 or starts.min() < 0 or starts.max() + episode_jobs > n_jobs:
+            raise ValueError(f"starts must lie in [0, {n_jobs - episode_jobs}] so episodes fit in the bank")
+        perf = np.ones(m, np.float32) if perf is None else np.asarray(perf, np.float32)
+        bw_cap = np.ones(m, np.float32) if bw_cap is None else np.asarray(bw_cap, np.float32)
+        for name, arr in (("perf", perf), ("bw_cap", bw_cap)):
+            if arr.shape != (m,) or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+                raise ValueError(f"{name} must be {m} finite positive values, got {arr}")
+        comm = np.asarray(MODEL_COMM if model_comm is None else model_comm, np.float32)
+        if comm.shape != (len(MODEL_NAMES),) or np.any(comm < 0) or not np.all(np.isfinite(comm)):
+            raise ValueError(f"model_comm must be {len(MODEL_NAMES)} finite values >= 0, got {comm}")
+        knobs = dict(
+            kappa_net=kappa_net,
+            kappa_cpu=kappa_cpu,
+            kappa_spread=kappa_spread,
+            price=price,
+            alpha=alpha,
+            jct_unit=jct_unit,
+            load_scale=load_scale,
+            c_norm=c_norm,
+            wait_norm=wait_norm,
+        )
+        fluct_std = FLUCT_STD if fluct_std is None else fluct_std
+        knobs["fluct_std"] = fluct_std
+        for name, v in knobs.items():
+            positive = name in ("jct_unit", "load_scale", "c_norm", "wait_norm", "price")
+            if not np.isfinite(v) or v < 0 or (positive and v == 0):
+                raise ValueError(f"{name} must be finite and {'> 0' if positive else '>= 0'}, got {v}")
+        if max_steps is None:
+            max_steps = 50 * episode_jobs
+        f32 = lambda v: jnp.asarray(v, jnp.float32)  # noqa: E731
+        rows = np.stack([np.asarray(getattr(bank, f)) for f in ("submit", "n_inst", "gpu", "cpu", "mem")], 1)
+        rows = np.concatenate([rows, np.repeat(rows[-1:], ARRIVAL_BLOCK, axis=0)]).astype(np.int32)
+        return GPUCloudParams(
+            bank=bank,
+            rows=jnp.asarray(rows),
+            starts=jnp.asarray(starts),
+            episode_jobs=jnp.int32(episode_jobs),
+            max_steps=jnp.int32(max_steps),
+            gpu_cap=jnp.asarray(gpu_cap),
+            cpu_cap=jnp.asarray(cpu_cap),
+            mem_cap=jnp.asarray(mem_cap),
+            bw_cap=jnp.asarray(bw_cap),
+            perf=jnp.asarray(perf),
+            model_comm=jnp.asarray(comm),
+            **{k: f32(v) for k, v in knobs.items()},
+        )
+
+    # ---- helpers -----------------------------------------------------------------------------------
+    def _cap(self, params: GPUCloudParams) -> jax.Array:
+        return jnp.stack([params.gpu_cap, params.cpu_cap, params.mem_cap], axis=1)  # i32[M, 3]
+
+    @staticmethod
+    def _demand(params: GPUCloudParams, job: jax.Array) -> jax.Array:
+        """`i32[..., 3]` per-instance demand of bank jobs `job` (any shape; -1 reads job 0)."""
+        j = jnp.maximum(job, 0)
+        b = params.bank
+        return jnp.stack([b.gpu[j], b.cpu[j], b.mem[j]], axis=-1)
+
+    @staticmethod
+    def _arrival(params: GPUCloudParams, first: jax.Array, job: jax.Array) -> jax.Array:
+        """Arrival time (s, from the episode's first arrival) of bank job `job`."""
+        sub = params.bank.submit
+        return (sub[jnp.maximum(job, 0)] - sub[first]).astype(jnp.float32) / params.load_scale
+
+    def _update_speeds(self, state: GPUCloudState, params: GPUCloudParams, enabled=True) -> GPUCloudState:
+        """A speed update when `enabled`: new φ draw, speeds of every running job, NIC loads."""
+        phi = fluctuation(state.noise_seed, state.n_updates, self.config.n_machines, params.fluct_std)
+        speed, net = job_speeds(
+            state.run_net,
+            state.run_cpu,
+            state.run_comm_dist,
+            state.run_spread,
+            state.run_alloc > 0,
+            state.run_job >= 0,
+            params.perf,
+            phi,
+            params.kappa_net,
+            params.kappa_cpu,
+        )
+        return state.replace(
+            run_speed=jnp.where(enabled, speed, state.run_speed),
+            net_load=jnp.where(enabled, net, state.net_load),
+            n_updates=state.n_updates + jnp.asarray(enabled, jnp.int32),
+        )
+
+    def _any_feasible(self, state: GPUCloudState) -> jax.Array:
+        """Could any pending job start now (fits the free resources and a running slot is free)?"""
+        live = queue.live_mask(self.config.queue_capacity, state.q_len)
+        fits = can_place(state.free, state.q_rows[:, 2:5], state.q_rows[:, 1])
+        return jnp.any(live & fits) & jnp.any(state.run_job < 0)
+
+    def _admit(self, state: GPUCloudState, block, count: jax.Array) -> GPUCloudState:
+        """The first `count` jobs of `block` (`(job i32[K], dem i32[K, 3], inst i32[K])`, the next K
+        arrivals) join the queue tail, in submission order."""
+        q_cap = self.config.queue_capacity
+        job, dem, inst = block
+        # Block entry k goes to queue position q_len + k (entries past `count` to a dropped index).
+        dest = jnp.where(jnp.arange(ARRIVAL_BLOCK) < count, state.q_len + jnp.arange(ARRIVAL_BLOCK), q_cap)
+        return state.replace(
+            q_rows=state.q_rows.at[dest].set(
+                jnp.concatenate([job[:, None], inst[:, None], dem], axis=1), mode="drop"
+            ),
+            q_len=state.q_len + count,
+            next_job=state.next_job + count,
+        )
+
+    def _complete(self, state: GPUCloudState, params: GPUCloudParams, t_new, end, records, enabled):
+        """When `enabled`, every running job whose end is <= `t_new` finishes at `t_new`
+        (docs/gpu_cloud.md, step 5), then a speed update if any did."""
+        fin_job, fin_jct, fin_fee = records
+        s = state
+        done = (s.run_job >= 0) & (end <= t_new) & enabled
+        duration = t_new - s.run_start
+        jct = t_new - s.run_arrival
+        fee = params.price * s.run_gpus * duration / 3600.0
+        # Freed resources: Σ_r done_r · alloc[r, m] · dem[r, :].
+        used = jnp.where(done[:, None], s.run_alloc, 0)
+        freed = (used[:, :, None] * s.run_dem[:, None, :]).sum(axis=0)
+        n_done = done.sum()
+        s = s.replace(
+            free=s.free + freed,
+            run_job=jnp.where(done, -1, s.run_job),
+            run_alloc=jnp.where(done[:, None], 0, s.run_alloc),
+            run_net=jnp.where(done[:, None], 0.0, s.run_net),
+            run_cpu=jnp.where(done[:, None], 0.0, s.run_cpu),
+            finished=s.finished + n_done,
+            sum_jct=s.sum_jct + jnp.where(done, jct, 0.0).sum(),
+            sum_fee=s.sum_fee + jnp.where(done, fee, 0.0).sum(),
+            sum_wait=s.sum_wait + jnp.where(done, s.run_start - s.run_arrival, 0.0).sum(),
+            sum_duration=s.sum_duration + jnp.where(done, duration, 0.0).sum(),
+            gpu_seconds=s.gpu_seconds + jnp.where(done, s.run_gpus * duration, 0.0).sum(),
+            last_finish=jnp.where(n_done > 0, t_new, s.last_finish),
+        )
+        records = (
+            jnp.where(done, state.run_job, fin_job),
+            jnp.where(done, jct, fin_jct),
+            jnp.where(done, fee, fin_fee),
+        )
+        return self._update_speeds(s, params, n_done > 0), records
+
+    def _forward(self, state: GPUCloudState, params: GPUCloudParams, force: jax.Array):
+        """Step 5 of docs/gpu_cloud.md: process events until a pending job could start (at least one
+        event when `force`). Returns the state and per-running-slot completion records `(job i32[R], jct
+        f32[R], fee f32[R])` of this forward.
+
+        The spec admits one arrival per iteration; here an iteration admits a block of up to
+        ARRIVAL_BLOCK arrivals before the next completion at once, stopping at the first one that could
+        start. That is the same schedule — arrivals free no resources, so a queued job that could not
+        start before an arrival cannot start after it — in far fewer iterations of a vmapped loop,
+        whose cost is set by the slowest env of the batch."""
+        r, q_cap = self.config.max_running, self.config.queue_capacity
+        rec0 = (jnp.full((r,), -1, jnp.int32), jnp.zeros((r,), jnp.float32), jnp.zeros((r,), jnp.float32))
+
+        def has_event(s):
+            return jnp.any(s.run_job >= 0) | ((s.next_job < s.end_job) & (s.q_len < q_cap))
+
+        def cond(carry):
+            s, _, first_iter, feasible = carry
+            over = s.finished >= params.episode_jobs
+            return ~over & has_event(s) & ((first_iter & force) | ~feasible)
+
+        def body(carry):
+            s, rec, _, feasible_before = carry
+            live = s.run_job >= 0
+            end = jnp.where(live, s.t + s.run_work / s.run_speed, INF)
+            t_c = end.min()
+            # The next block of arrivals, those before the next completion and with queue room.
+            k = jnp.arange(ARRIVAL_BLOCK)
+            job = s.next_job + k
+            blk = jax.lax.dynamic_slice(params.rows, (s.next_job, 0), (ARRIVAL_BLOCK, 5))
+            arr = jnp.maximum(s.t, (blk[:, 0] - s.first_submit).astype(jnp.float32) / params.load_scale)
+            # Strictly before: on a tie the completion comes first (docs/gpu_cloud.md, step 5).
+            eligible = (job < s.end_job) & (arr < t_c) & (k < q_cap - s.q_len)
+            inst, dem = blk[:, 1], blk[:, 2:5]
+            fits = can_place(s.free, dem, inst) & jnp.any(~live)
+            # Stop at the first arrival after which some job could start (an older one, if one already
+            # could: only a forced iteration gets here with one).
+            stop_here = eligible & (fits | feasible_before)
+            stop = jnp.any(stop_here)
+            first_stop = jnp.argmax(stop_here)
+            n_eligible = eligible.sum()
+            block_full = n_eligible == ARRIVAL_BLOCK  # more arrivals may follow before t_c
+            count = jnp.where(stop, first_stop + 1, n_eligible)
+            last = jnp.clip(count - 1, 0, ARRIVAL_BLOCK - 1)
+            arrivals_only = stop | block_full
+            t_new = jnp.where(arrivals_only, jnp.where(count > 0, arr[last], s.t), t_c)
+            work = jnp.where(live, s.run_work - s.run_speed * (t_new - s.t), s.run_work)
+            s = self._admit(s.replace(t=t_new, run_work=work), (job, dem, inst), count)
+            s, rec = self._complete(s, params, t_new, end, rec, ~arrivals_only)
+            return s, rec, jnp.bool_(False), self._any_feasible(s)
+
+        init = (state, rec0, jnp.bool_(True), self._any_feasible(state))
+        state, rec, _, _ = jax.lax.while_loop(cond, body, init)
+        return state, rec
+
+    def _view(self, key: jax.Array, q_len: jax.Array) -> jax.Array:
+        """`i32[N]` queue positions shown: all of them when they fit, else N sampled uniformly without
+        replacement (paper App. D), in queue (submission) order; -1 marks empty slots."""
+        n, q_cap = self.config.n_slots, self.config.queue_capacity
+        live = queue.live_mask(q_cap, q_len)
+        scores = jnp.where(live, jax.random.uniform(key, (q_cap,)), -1.0)
+        _, picked = jax.lax.top_k(scores, n)
+        picked = jnp.sort(picked)
+        everything = jnp.arange(n)
+        return jnp.where(q_len <= n, jnp.where(everything < q_len, everything, -1), picked).astype(jnp.int32)
+
+    # ---- contract ----------------------------------------------------------------------------------
+    def default_params(self) -> GPUCloudParams:
+        raise ValueError("GPUCloudEnv has no embedded default bank: use make_params(bank, ...)")
+
+    def reset_env(self, key: jax.Array, params: GPUCloudParams):
+        """Empty cluster; the episode's first job has arrived at t = 0 (the forward loop of the spec
+        stops right there: a job on an empty cluster is always feasible)."""
+        cfg = self.config
+        k_start, k_noise, k_view = jax.random.split(key, 3)
+        first = jax.random.choice(k_start, params.starts)
+        m, q_cap, r = cfg.n_machines, cfg.queue_capacity, cfg.max_running
+        z32, zf = jnp.int32(0), jnp.float32(0.0)
+        zeros_r = jnp.zeros((r,), jnp.float32)
+        state = GPUCloudState(
+            t=zf,
+            first=first,
+            first_submit=params.bank.submit[first],
+            next_job=first + 1,
+            end_job=first + params.episode_jobs,
+            q_rows=jnp.zeros((q_cap, 5), jnp.int32)
+            .at[:, 0]
+            .set(-1)
+            .at[0]
+            .set(jnp.concatenate([first[None], params.rows[first, 1:5]])),
+            q_len=jnp.int32(1),
+            view=self._view(k_view, jnp.int32(1)),
+            run_job=jnp.full((r,), -1, jnp.int32),
+            run_dem=jnp.zeros((r, N_RES), jnp.int32),
+            run_comm_dist=zeros_r,
+            run_spread=jnp.ones((r,), jnp.float32),
+            run_net=jnp.zeros((r, m), jnp.float32),
+            run_cpu=jnp.zeros((r, m), jnp.float32),
+            run_gpus=zeros_r,
+            run_arrival=zeros_r,
+            run_start=zeros_r,
+            run_work=zeros_r,
+            run_speed=jnp.ones((r,), jnp.float32),
+            run_alloc=jnp.zeros((r, m), jnp.int32),
+            free=self._cap(params),
+            net_load=jnp.zeros((m,), jnp.float32),
+            noise_seed=jax.random.bits(k_noise, (), jnp.uint32),
+            n_updates=z32,
+            steps=z32,
+            finished=z32,
+            failed=z32,
+            sum_jct=zf,
+            sum_fee=zf,
+            sum_wait=zf,
+            sum_duration=zf,
+            gpu_seconds=zf,
+            last_finish=zf,
+        )
+        return self.observe(state, params), state
+
+    def _place(self, state: GPUCloudState, action: GPUCloudAction, params: GPUCloudParams):
+        """Steps 2–3: one scheduling round. Returns the state with the started jobs running (still
+        queued), `placed bool[N]`, `failed bool[N]`, the allocation of each slot `i32[N, M]` and the bank
+        index of each slot's job `i32[N]` (-1 empty)."""
+        cfg = self.config
+        visible = state.view >= 0
+        pos = jnp.maximum(state.view, 0)
+        slot_rows = state.q_rows[pos]
+        slot_job = jnp.where(visible, slot_rows[:, 0], -1)
+        slot_dem = slot_rows[:, 2:5]
+        slot_inst = jnp.where(visible, slot_rows[:, 1], 0)
+        # order[k]: the slot placed k-th (padded slots last; ties: lower slot first).
+        prio_rank = descending_rank(jnp.where(visible, action.priority, -INF))
+        order = jnp.argmax(prio_rank[None, :] == jnp.arange(cfg.n_slots)[:, None], axis=1)
+        # before[i][m', m]: machine m' comes before m in slot i's affinity order (ties: lower index).
+        rank = descending_rank(action.affinity)  # [N, M]
+        before = rank[:, :, None] < rank[:, None, :]  # [N, M, M]
+        n_free_slots = (state.run_job < 0).sum()
+
+        def place_one(carry, x):
+            free, n_started = carry
+            vis, c, dem, before_k = x
+            fit = jnp.minimum(fit_counts(free, dem), c)  # [M]
+            ok = vis & (fit.sum() >= c) & (n_started < n_free_slots)
+            # Instances already on the machines ranked above each machine. (A broadcast sum, not a
+            # matmul: vmapped tiny matmuls become one library call per env on the CPU.)
+            placed_before = jnp.where(before_k, fit[:, None], 0).sum(axis=0)
+            take = jnp.clip(c - placed_before, 0, fit) * ok
+            return (free - take[:, None] * dem[None, :], n_started + ok), (ok, take)
+
+        # Inputs pre-permuted into priority order: no dynamic indexing inside the scan.
+        xs = (visible[order], slot_inst[order], slot_dem[order], before[order])
+        (free, _), (ok_k, take_k) = jax.lax.scan(place_one, (state.free, jnp.int32(0)), xs)
+        # Back from priority order to slot order.
+        placed = jnp.zeros((cfg.n_slots,), bool).at[order].set(ok_k)
+        alloc = jnp.zeros((cfg.n_slots, cfg.n_machines), jnp.int32).at[order].set(take_k)
+
+        # The q-th started job (in slot order) takes the q-th free running slot.
+        started_rank = jnp.cumsum(placed) - 1
+        free_run = state.run_job < 0
+        free_rank = jnp.cumsum(free_run) - 1
+        match = free_run[:, None] & placed[None, :] & (free_rank[:, None] == started_rank[None, :])  # [R, N]
+        gets = match.any(axis=1)
+        src = jnp.argmax(match, axis=1)
+        job = slot_job[src]
+        j = jnp.maximum(job, 0)
+        b = params.bank
+        net, cpu, comm_dist, spread = contention_shares(
+            alloc[src],
+            slot_dem[src],
+            params.model_comm[b.model[j]],
+            params.gpu_cap,
+            params.cpu_cap,
+            params.bw_cap,
+            params.kappa_spread,
+        )
+        pick = lambda new, old: jnp.where(gets.reshape((-1,) + (1,) * (old.ndim - 1)), new, old)  # noqa: E731
+        state = state.replace(
+            free=free,
+            run_job=pick(job, state.run_job),
+            run_dem=pick(slot_dem[src], state.run_dem),
+            run_comm_dist=pick(comm_dist, state.run_comm_dist),
+            run_net=pick(net, state.run_net),
+            run_cpu=pick(cpu, state.run_cpu),
+            run_spread=pick(spread, state.run_spread),
+            run_gpus=pick((b.n_inst[j] * b.gpu[j]).astype(jnp.float32) / 100.0, state.run_gpus),
+            run_arrival=pick(self._arrival(params, state.first, job), state.run_arrival),
+            run_start=pick(jnp.full_like(state.run_start, state.t), state.run_start),
+            run_work=pick(b.work[j], state.run_work),
+            run_alloc=pick(alloc[src], state.run_alloc),
+        )
+        return state, placed, visible & ~placed, alloc, slot_job
+
+    def step_env(self, key: jax.Array, state: GPUCloudState, action: GPUCloudAction, params: GPUCloudParams):
+        cfg = self.config
+        state, placed, failed, alloc, slot_job = self._place(state, action, params)
+        n_placed = placed.sum()
+        # Placed jobs leave the pending list.
+        placed_pos = jnp.zeros((cfg.queue_capacity,), bool).at[jnp.maximum(state.view, 0)].max(placed)
+        q_rows, q_len = queue.compact(state.q_rows, state.q_len, ~placed_pos, 0)
+        q_rows = q_rows.at[:, 0].set(jnp.where(queue.live_mask(cfg.queue_capacity, q_len), q_rows[:, 0], -1))
+        state = state.replace(q_rows=q_rows, q_len=q_len, steps=state.steps + 1)
+        state = self._update_speeds(state, params, n_placed > 0)
+
+        state, (fin_job, fin_jct, fin_fee) = self._forward(state, params, n_placed == 0)
+
+        # Eq. 3: finished jobs give 1/(fee·JCT), failed schedulings −α·C·GPUs, averaged.
+        done = fin_job >= 0
+        fin_term = jnp.where(done, 1.0 / (fin_fee * fin_jct / params.jct_unit), 0.0).sum()
+        sj = jnp.maximum(slot_job, 0)
+        fail_gpus = jnp.where(
+            failed, (params.bank.n_inst[sj] * params.bank.gpu[sj]).astype(jnp.float32) / 100.0, 0.0
+        )
+        n_events = done.sum() + failed.sum()
+        reward = (fin_term - params.alpha * fail_gpus.sum()) / jnp.maximum(n_events, 1).astype(jnp.float32)
+        state = state.replace(failed=state.failed + failed.sum(), view=self._view(key, state.q_len))
+
+        terminated = state.finished >= params.episode_jobs
+        truncated = ~terminated & (state.steps >= params.max_steps)
+        info = {
+            "placed": n_placed,
+            "failed": failed.sum(),
+            "finished": done.sum(),
+            "placed_job": jnp.where(placed, slot_job, -1),  # i32[N]
+            "placed_alloc": alloc,  # i32[N, M]
+            "finished_job": fin_job,  # i32[R]
+            "finished_jct": fin_jct,
+            "finished_fee": fin_fee,
+        }
+        return self.observe(state, params), state, reward, terminated, truncated, info
+
+    def observe(self, state: GPUCloudState, params: GPUCloudParams) -> GPUCloudObs:
+        cfg = self.config
+        mask = state.view >= 0
+        job = jnp.where(mask, state.q_rows[jnp.maximum(state.view, 0), 0], -1)
+        j = jnp.maximum(job, 0)
+        dem = jnp.where(mask[:, None], self._demand(params, job), 0)
+        n_inst = jnp.where(mask, params.bank.n_inst[j], 0)
+        cap = self._cap(params)
+        cap0 = cap[0].astype(jnp.float32)
+        wait = state.t - self._arrival(params, state.first, job)
+        jobs = jnp.concatenate(
+            [
+                (n_inst / params.c_norm)[:, None],
+                dem[:, 1:2] / cap0[1],
+                dem[:, 0:1] / cap0[0],
+                dem[:, 2:3] / cap0[2],
+                (wait / params.wait_norm)[:, None],
+            ],
+            axis=1,
+        ).astype(jnp.float32)
+        jobs = jnp.where(mask[:, None], jobs, 0.0)
+        capf = cap.astype(jnp.float32)
+        frac_free = state.free.astype(jnp.float32) / capf
+        machines = jnp.stack(
+            [
+                frac_free[:, 1],
+                frac_free[:, 0],
+                frac_free[:, 2],
+                jnp.maximum(0.0, params.bw_cap - state.net_load) / params.bw_cap,
+                1.0 - frac_free[:, 0],
+            ],
+            axis=1,
+        )
+        occupancy = jnp.stack([state.q_len / cfg.queue_capacity, (state.run_job >= 0).mean()])
+        global_state = jnp.concatenate(
+            [jobs.reshape(-1), mask.astype(jnp.float32), machines.reshape(-1), occupancy.astype(jnp.float32)]
+        )
+        return GPUCloudObs(
+            jobs=jobs,
+            job_mask=mask,
+            machines=machines,
+            global_state=global_state,
+            n_inst=n_inst.astype(jnp.int32),
+            demand=dem.astype(jnp.int32),
+            arrival_rank=jnp.where(mask, job - state.first, -1),
+            free=state.free,
+            cap=cap,
+            t=state.t,
+        )
+
+    def action_mask(self, state: GPUCloudState, params: GPUCloudParams) -> jax.Array:
+        """`bool[N]`: which priority/affinity rows act on a visible job."""
+        return state.view >= 0
+
+    def observation_space(self, params: GPUCloudParams) -> Box:
+        return Box(0.0, jnp.inf, (self.global_state_size,))
+
+    @property
+    def global_state_size(self) -> int:
+        cfg = self.config
+        return cfg.n_slots * (N_JOB_FEATURES + 1) + cfg.n_machines * N_MACHINE_FEATURES + 2
+
+    def action_space(self, params: GPUCloudParams):
+        cfg = self.config
+        return GPUCloudAction(
+            priority=Box(-jnp.inf, jnp.inf, (cfg.n_slots,)),
+            affinity=Box(-jnp.inf, jnp.inf, (cfg.n_slots, cfg.n_machines)),
+        )
+
+    def metrics(self, state: GPUCloudState, params: GPUCloudParams) -> dict[str, jax.Array]:
+        """Table 1's metrics (avg JCT in minutes, avg fee in $) and more, over the finished jobs."""
+        n = jnp.maximum(state.finished, 1).astype(jnp.float32)
+        total_gpus = params.gpu_cap.sum().astype(jnp.float32) / 100.0
+        return {
+            "avg_jct_min": state.sum_jct / n / 60.0,
+            "avg_fee": state.sum_fee / n,
+            "avg_wait_min": state.sum_wait / n / 60.0,
+            "avg_duration_min": state.sum_duration / n / 60.0,
+            "finished": state.finished,
+            "failed": state.failed,
+            "gpu_util": state.gpu_seconds / jnp.maximum(total_gpus * state.last_finish, 1e-6),
+            "makespan_h": state.last_finish / 3600.0,
+            "steps": state.steps,
+        }
+
+
+def heterogeneous_perf(key: jax.Array, n_machines: int, cv: float | None = None) -> np.ndarray:
+    """Per-machine performance factors `f32[M]`: log-normal with mean 1 and coefficient of variation
+    `cv` (default `PERF_CV`, calibrated from PAI's per-worker mini-batch times; see
+    docs/gpu_cloud_defaults.md)."""
+    from jaxsched.workloads.ddl import PERF_CV
+
+    cv = PERF_CV if cv is None else cv
+    sigma = np.sqrt(np.log1p(cv**2))
+    z = np.asarray(jax.random.normal(key, (n_machines,)))
+    return np.exp(sigma * z - 0.5 * sigma**2).astype(np.float32)
