@@ -55,8 +55,9 @@ def _run_train(args) -> int:
 
 def _add_eval(sub) -> None:
     p = sub.add_parser("eval", help="evaluate a trained run and heuristic baselines on held-out episodes")
-    p.add_argument("config", help="YAML run config (the one the run was trained with)")
-    p.add_argument("--checkpoint", required=True, help="run directory (out_dir/name) holding checkpoints/")
+    p.add_argument("config", help="YAML run config (the one the run was trained with; `kind: das` configs "
+                   "evaluate their heuristics and need no checkpoint)")
+    p.add_argument("--checkpoint", default=None, help="run directory (out_dir/name) holding checkpoints/")
     p.add_argument("--episodes", type=int, default=None, help="override eval.episodes")
     p.add_argument("--json", default=None, help="write results here (default RUN_DIR/eval.json; - = stdout)")
     _add_set(p)
@@ -64,8 +65,18 @@ def _add_eval(sub) -> None:
 
 
 def _run_eval(args) -> int:
+    from jaxsched.experiments.das_config import is_das_config, load_das_config
+
+    if is_das_config(args.config):
+        from jaxsched.experiments.das_eval import eval_heuristics
+
+        cfg = load_das_config(args.config, args.set)
+        eval_heuristics(cfg, episodes=args.episodes, json_path=args.json)
+        return 0
     from jaxsched.experiments.eval_run import eval_run
 
+    if args.checkpoint is None:
+        raise ValueError(f"{args.config}: evaluating a trained run needs --checkpoint RUN_DIR")
     eval_run(_config_with_overrides(args), args.checkpoint, episodes=args.episodes, json_path=args.json)
     return 0
 

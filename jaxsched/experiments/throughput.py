@@ -36,6 +36,36 @@ def default_hpc_setup(
     return env, params
 
 
+def default_gpu_cloud_setup(
+    size: str = "small", n_jobs: int = 20_000, episode_jobs: int = 1000, seed: int = 0
+):
+    """The DAS env (paper defaults: 16 visible jobs, 64-job pending list) on a cluster of `size` over a
+    generated PAI-like bank: what the GPU-cloud benchmark runs."""
+    from jaxsched.envs.gpu_cloud import GPUCloudConfig, GPUCloudEnv, heterogeneous_perf
+    from jaxsched.experiments.das_config import CLUSTER_SIZES
+    from jaxsched.workloads.ddl import generate_pai_like
+
+    m = CLUSTER_SIZES[size]
+    env = GPUCloudEnv(GPUCloudConfig(n_machines=m))
+    bank = generate_pai_like(jax.random.key(seed), n_jobs)
+    params = env.make_params(
+        bank, episode_jobs=episode_jobs, perf=heterogeneous_perf(jax.random.key(seed), m)
+    )
+    return env, params
+
+
+def random_valid_action(key, obs):
+    """HPC: a uniformly random valid slot (or Fwd)."""
+    return jax.random.categorical(key, jnp.where(obs.mask, 0.0, -jnp.inf))
+
+
+def random_gpu_cloud_action(key, obs):
+    """GPU cloud: standard-normal priorities and affinities (a uniformly random order and ranking)."""
+    from jaxsched.policies.gpu_cloud import random_policy
+
+    return random_policy(None, obs, key)
+
+
 def _time(fn, *args, repeats: int) -> tuple[float, list[float]]:
     t0 = time.perf_counter()
     jax.block_until_ready(fn(*args))
@@ -48,8 +78,12 @@ def _time(fn, *args, repeats: int) -> tuple[float, list[float]]:
     return first, times
 
 
-def measure_env(env, params, batch: int, steps: int, repeats: int = 3, seed: int = 0) -> dict:
-    """One record: steps/s (median), compile time, reset cost for `batch` parallel envs."""
+def measure_env(
+    env, params, batch: int, steps: int, repeats: int = 3, seed: int = 0, action_fn=random_valid_action
+) -> dict:
+    """One record: steps/s (median), compile time, reset cost for `batch` parallel envs taking
+    `action_fn(key, obs)` actions (one env's; vmapped here)."""
+    act = jax.vmap(action_fn)
     reset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
@@ -58,8 +92,7 @@ def measure_env(env, params, batch: int, steps: int, repeats: int = 3, seed: int
         def body(carry, k):
             obs, state = carry
             k_act, k_step = jax.random.split(k)
-            logits = jnp.where(obs.mask, 0.0, -jnp.inf)
-            action = jax.random.categorical(k_act, logits)
+            action = act(jax.random.split(k_act, batch), obs)
             obs, state, reward, _, _, _ = step(jax.random.split(k_step, batch), state, action, params)
             return (obs, state), reward.sum()
 
@@ -92,15 +125,16 @@ def env_throughput(
     repeats: int = 3,
     json_path: str | None = None,
     env_setup=None,
+    action_fn=random_valid_action,
 ) -> list[dict]:
-    """Benchmark the HPC env at each batch size; print a table, optionally write JSON records."""
+    """Benchmark an env (default the HPC env) at each batch size; print a table, optionally write JSON."""
     env, params = (env_setup or default_hpc_setup)()
     records = []
     for batch in batches:
-        rec = measure_env(env, params, batch, steps, repeats)
+        rec = measure_env(env, params, batch, steps, repeats, action_fn=action_fn)
         records.append(rec)
         print(
-            f"{rec['env']:>4} batch {batch:>6}: {rec['steps_per_s']:>12,.0f} steps/s  "
+            f"{rec['env']:>9} batch {batch:>6}: {rec['steps_per_s']:>12,.0f} steps/s  "
             f"compile {rec['compile_s']:.2f}s  reset {rec['reset_s'] * 1e3:.2f} ms/batch  "
             f"({rec['platform']})",
             flush=True,

@@ -1,0 +1,256 @@
+"""DAS (GPU-cloud) experiment configs: YAML → frozen dataclasses, as strictly as the DBF configs.
+
+A DAS config says `kind: das` and has these sections (every field optional; defaults are the paper's):
+
+    kind: das
+    name: das_heuristics_small
+    seed: 0            # evaluation seeds: fold_in(key(seed), i), i < num_seeds (fluctuation, view sampling)
+    num_seeds: 3
+    out_dir: runs
+    cluster:  {size: small | medium | large, n_machines, perf_cv, fluct_std, perf_seed,
+               kappa_net, kappa_cpu, kappa_spread}
+    env:      {n_slots, queue_capacity, max_running, episode_jobs, load_scale, max_steps, alpha, price}
+    workload: {source: pai_like | pai, n_jobs, train_frac, bank_seed, mean_interarrival_s,
+               job_csv, task_csv, group_tag_csv}
+    eval:     {seed, episodes, policies}
+
+`build_das(cfg)` makes the env and the training / held-out test params: the first `n_jobs` jobs by
+submission (paper §5.1.2: 20,000), jobs too large for the cluster dropped, the first `train_frac` (8:2)
+for training (episodes start anywhere) and the rest for testing (consecutive, non-overlapping episodes of
+`episode_jobs`, App. D: 1,000).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from jaxsched.experiments.config import _coerce, _section, _unknown, apply_overrides, resolve_path
+from jaxsched.policies.gpu_cloud import HEURISTICS, LABELS
+
+KIND = "das"
+CLUSTER_SIZES = {"small": 8, "medium": 16, "large": 32}  # paper §5.1.3: 8 GPUs per machine
+SOURCES = ("pai_like", "pai")
+
+
+@dataclass(frozen=True)
+class ClusterSection:
+    size: str = "small"
+    n_machines: int | None = None  # overrides `size`
+    perf_cv: float | None = None  # machine heterogeneity; None = PERF_CV (calibrated), 0 = identical
+    fluct_std: float | None = None  # None = FLUCT_STD (calibrated)
+    perf_seed: int = 0  # draws the machines' performance factors
+    kappa_net: float = 1.0
+    kappa_cpu: float = 0.5
+    kappa_spread: float = 0.1
+
+    def __post_init__(self):
+        if self.size not in CLUSTER_SIZES:
+            raise ValueError(f"cluster.size must be one of {', '.join(CLUSTER_SIZES)}, got {self.size!r}")
+
+    @property
+    def machines(self) -> int:
+        return CLUSTER_SIZES[self.size] if self.n_machines is None else self.n_machines
+
+
+@dataclass(frozen=True)
+class EnvSection:
+    n_slots: int = 16
+    queue_capacity: int = 64
+    max_running: int | None = None
+    episode_jobs: int = 1000
+    load_scale: float = 1.0  # App. E: 0.5 (Low), 1 (Normal), 2 (High) — arrival-rate multiplier
+    max_steps: int | None = None
+    alpha: float = 0.1
+    price: float = 2.84
+
+
+@dataclass(frozen=True)
+class WorkloadSection:
+    source: str = "pai_like"
+    n_jobs: int = 20_000
+    train_frac: float = 0.8
+    bank_seed: int = 0
+    mean_interarrival_s: float | None = None  # pai_like; None = the calibrated default
+    job_csv: str | None = None  # pai
+    task_csv: str | None = None
+    group_tag_csv: str | None = None
+
+    def __post_init__(self):
+        if self.source not in SOURCES:
+            raise ValueError(f"workload.source must be one of {', '.join(SOURCES)}, got {self.source!r}")
+        if self.source == "pai" and (self.job_csv is None or self.task_csv is None):
+            raise ValueError("workload.source 'pai' needs workload.job_csv and workload.task_csv")
+        if not 0.0 < self.train_frac < 1.0:
+            raise ValueError(f"workload.train_frac must be in (0, 1), got {self.train_frac}")
+
+
+@dataclass(frozen=True)
+class EvalSection:
+    seed: int = 0
+    episodes: int | None = None  # None = every held-out episode
+    policies: tuple[str, ...] = HEURISTICS
+
+    def __post_init__(self):
+        for p in self.policies:
+            if p not in LABELS:
+                raise ValueError(f"eval.policies: unknown policy {p!r} (choose from {', '.join(LABELS)})")
+
+
+@dataclass(frozen=True)
+class DASConfig:
+    kind: str = KIND
+    name: str = "das"
+    seed: int = 0
+    num_seeds: int = 3
+    out_dir: str = "runs"
+    cluster: ClusterSection = field(default_factory=ClusterSection)
+    env: EnvSection = field(default_factory=EnvSection)
+    workload: WorkloadSection = field(default_factory=WorkloadSection)
+    eval: EvalSection = field(default_factory=EvalSection)
+
+    def __post_init__(self):
+        if self.num_seeds < 1:
+            raise ValueError(f"num_seeds must be >= 1, got {self.num_seeds}")
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.out_dir) / self.name
+
+    def replace(self, **kw) -> DASConfig:
+        return dataclasses.replace(self, **kw)
+
+
+_SECTIONS = {"cluster": ClusterSection, "env": EnvSection, "workload": WorkloadSection, "eval": EvalSection}
+
+
+def is_das_config(path: str | Path) -> bool:
+    """Does the YAML file at `path` say `kind: das`?"""
+    try:
+        d = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError):
+        return False
+    return isinstance(d, dict) and d.get("kind") == KIND
+
+
+def das_config_from_dict(d: dict, source: str | Path | None = None) -> DASConfig:
+    """A `DASConfig` from a mapping; errors are `ValueError`s naming the dotted key (and the file)."""
+    try:
+        return _from_dict(d, source)
+    except ValueError as e:
+        if source is None:
+            raise
+        raise ValueError(f"{source}: {e}") from None
+
+
+def _from_dict(d, source) -> DASConfig:
+    d = {} if d is None else d
+    if not isinstance(d, dict):
+        raise ValueError(f"a config must be a mapping of keys to values, got {type(d).__name__}")
+    hints = typing.get_type_hints(DASConfig)
+    valid = [f.name for f in dataclasses.fields(DASConfig)]
+    kwargs: dict[str, Any] = {}
+    for key, value in d.items():
+        if key not in valid:
+            raise _unknown("", key, valid)
+        if key not in _SECTIONS:
+            kwargs[key] = _coerce(key, value, hints[key])
+    if kwargs.get("kind", KIND) != KIND:
+        raise ValueError(f"kind must be '{KIND}' for a DAS config, got {kwargs['kind']!r}")
+    if "name" not in kwargs and source is not None:
+        kwargs["name"] = Path(source).stem
+    for key, cls in _SECTIONS.items():
+        kwargs[key] = _section(f"{key}.", cls, d.get(key))
+    w = kwargs["workload"]
+    paths = {
+        k: resolve_path(getattr(w, k), source)
+        for k in ("job_csv", "task_csv", "group_tag_csv")
+        if getattr(w, k) is not None
+    }
+    if paths:
+        kwargs["workload"] = dataclasses.replace(w, **paths)
+    return DASConfig(**kwargs)
+
+
+def load_das_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> DASConfig:
+    """Read and validate a DAS YAML config with optional `KEY=VALUE` overrides."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"config file not found: {path}")
+    try:
+        d = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise ValueError(f"{path}: not valid YAML: {e}") from None
+    if overrides:
+        d = apply_overrides(d if isinstance(d, dict) else {}, overrides)
+    return das_config_from_dict(d, source=path)
+
+
+# ---- building the run ---------------------------------------------------------------------------------
+def build_das(cfg: DASConfig):
+    """`(env, train_params, test_params, test_starts)` for `cfg` (module docstring)."""
+    import jax
+    import numpy as np
+
+    from jaxsched.envs.gpu_cloud import GPUCloudConfig, GPUCloudEnv, heterogeneous_perf
+    from jaxsched.workloads.ddl import (
+        V100_MACHINE,
+        PAILikeConfig,
+        drop_too_large,
+        episode_starts,
+        generate_pai_like,
+        train_test_split,
+    )
+    from jaxsched.workloads.pai import load_pai
+
+    c, e, w = cfg.cluster, cfg.env, cfg.workload
+    m = c.machines
+    try:
+        env = GPUCloudEnv(GPUCloudConfig(m, e.n_slots, e.queue_capacity, e.max_running))
+    except ValueError as err:
+        raise ValueError(f"env: {err}") from None
+    caps = {k: np.full(m, V100_MACHINE[k], np.int32) for k in ("gpu", "cpu", "mem")}
+    if w.source == "pai_like":
+        gen_cfg = (
+            PAILikeConfig()
+            if w.mean_interarrival_s is None
+            else PAILikeConfig(mean_interarrival_s=w.mean_interarrival_s)
+        )
+        bank = generate_pai_like(jax.random.key(w.bank_seed), w.n_jobs, gen_cfg)
+        bank, _ = drop_too_large(bank, caps["gpu"], caps["cpu"], caps["mem"])
+    else:
+        bank, _ = load_pai(w.job_csv, w.task_csv, w.group_tag_csv, n_machines=m)
+        bank = bank.slice(0, min(w.n_jobs, bank.num_jobs))
+    train, test = train_test_split(bank, w.train_frac)
+    for part, label in ((train, "training"), (test, "test")):
+        if part.num_jobs < e.episode_jobs:
+            raise ValueError(
+                f"workload: the {label} split has {part.num_jobs} jobs, fewer than env.episode_jobs "
+                f"({e.episode_jobs}); raise workload.n_jobs or lower env.episode_jobs"
+            )
+    perf = (
+        np.ones(m, np.float32)
+        if c.perf_cv == 0
+        else heterogeneous_perf(jax.random.key(c.perf_seed), m, c.perf_cv)
+    )
+    kw = dict(
+        episode_jobs=e.episode_jobs,
+        max_steps=e.max_steps,
+        perf=perf,
+        fluct_std=c.fluct_std,
+        kappa_net=c.kappa_net,
+        kappa_cpu=c.kappa_cpu,
+        kappa_spread=c.kappa_spread,
+        price=e.price,
+        alpha=e.alpha,
+        load_scale=e.load_scale,
+    )
+    test_starts = episode_starts(test.num_jobs, e.episode_jobs, stride=e.episode_jobs)
+    train_params = env.make_params(train, **kw)
+    test_params = env.make_params(test, starts=test_starts, **kw)
+    return env, train_params, test_params, test_starts
