@@ -494,7 +494,7 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
         """Empty cluster; the episode's first job has arrived at t = 0 (the forward loop of the spec
         stops right there: a job on an empty cluster is always feasible)."""
         cfg = self.config
-        k_start, k_noise, k_view = jax.random.split(key, 3)
+        k_start, k_noise = jax.random.split(key)
         first = jax.random.choice(k_start, params.starts)
         m, q_cap, r = cfg.n_machines, cfg.queue_capacity, cfg.max_running
         z32, zf = jnp.int32(0), jnp.float32(0.0)
@@ -511,7 +511,8 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
             .at[0]
             .set(jnp.concatenate([first[None], params.rows[first, 1:5]])),
             q_len=jnp.int32(1),
-            view=self._view(k_view, jnp.int32(1)),
+            # One job waits: the view is just it (no sampling; resets run on every vmapped step).
+            view=jnp.full((cfg.n_slots,), -1, jnp.int32).at[0].set(0),
             run_job=jnp.full((r,), -1, jnp.int32),
             run_dem=jnp.zeros((r, N_RES), jnp.int32),
             run_comm_dist=zeros_r,

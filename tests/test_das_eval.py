@@ -1,0 +1,75 @@
+"""The DAS heuristics evaluation from a `kind: das` config: config errors name the key, and
+`jaxsched eval` prints and writes the Table-1-style results for every policy, seed and test episode."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jaxsched.cli import main
+from jaxsched.experiments.das_config import das_config_from_dict, is_das_config, load_das_config
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICK = ROOT / "configs" / "das" / "quick.yaml"
+
+
+def test_shipped_das_configs_load():
+    for path in sorted((ROOT / "configs" / "das").glob("*.yaml")):
+        assert is_das_config(path)
+        cfg = load_das_config(path)
+        assert cfg.num_seeds >= 2
+        assert cfg.cluster.machines in (8, 16, 32)
+    for size, m in (("small", 8), ("medium", 16), ("large", 32)):
+        cfg = load_das_config(ROOT / "configs" / "das" / f"heuristics_{size}.yaml")
+        assert cfg.cluster.machines == m and cfg.num_seeds >= 3 and len(cfg.eval.policies) == 5
+        assert cfg.workload.n_jobs == 20_000 and cfg.env.episode_jobs == 1000
+
+
+@pytest.mark.parametrize(
+    "d, message",
+    [
+        ({"cluster": {"sise": "small"}}, "cluster.size"),
+        ({"cluster": {"size": "huge"}}, "cluster.size"),
+        ({"env": {"n_slots": "many"}}, "env.n_slots"),
+        ({"eval": {"policies": ["fifo_bestfit"]}}, "fifo_bestfit"),
+        ({"workload": {"source": "pai"}}, "workload.job_csv"),
+        ({"kind": "dbf"}, "kind"),
+        ({"num_seeds": 0}, "num_seeds"),
+    ],
+)
+def test_config_errors_name_the_key(d, message):
+    with pytest.raises(ValueError, match=message):
+        das_config_from_dict({"kind": "das", **d})
+
+
+def test_eval_cli_writes_every_policy(tmp_path, capsys):
+    out = tmp_path / "eval.json"
+    argv = ["eval", str(QUICK), "--set", "workload.n_jobs=600", "--set", "env.episode_jobs=60",
+            "--episodes", "2", "--json", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "JCT (min)" in printed and "FIFO-FirstFit" in printed and "Tetris" in printed
+    payload = json.loads(out.read_text())
+    assert payload["episodes"] == 2 and payload["seeds"] == 2
+    results = payload["results"]
+    assert set(results) == {"fifo_firstfit", "fifo_loadbalance", "drf_firstfit", "drf_loadbalance", "tetris",
+                            "random"}  # fmt: skip
+    for metrics in results.values():
+        jct, fee = metrics["avg_jct_min"], metrics["avg_fee"]
+        assert np.isfinite(jct["mean"]) and jct["mean"] > 0 and len(jct["per_seed"]) == 2
+        assert np.isfinite(fee["mean"]) and fee["mean"] > 0
+        # JCT = wait + duration for every finished job, so the averages add up too.
+        wait, dur = metrics["avg_wait_min"]["mean"], metrics["avg_duration_min"]["mean"]
+        assert jct["mean"] == pytest.approx(wait + dur, rel=1e-4)
+        assert metrics["finished"]["mean"] == 60
+
+
+def test_eval_cli_bad_config_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: das\ncluster: {size: tiny}\n")
+    assert main(["eval", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "cluster.size" in err and "\n" not in err
