@@ -488,7 +488,15 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
 
     # ---- contract ----------------------------------------------------------------------------------
     def default_params(self) -> GPUCloudParams:
-        raise ValueError("GPUCloudEnv has no embedded default bank: use make_params(bank, ...)")
+        """The embedded default: 2,000 generated PAI-like jobs (seed 0), episodes of 1,000, calibrated
+        heterogeneity (built once per env object)."""
+        if getattr(self, "_default_params", None) is None:
+            from jaxsched.workloads.ddl import generate_pai_like
+
+            bank = generate_pai_like(jax.random.key(0), 2000)
+            perf = heterogeneous_perf(jax.random.key(0), self.config.n_machines)
+            self._default_params = self.make_params(bank, episode_jobs=1000, perf=perf)
+        return self._default_params
 
     def reset_env(self, key: jax.Array, params: GPUCloudParams):
         """Empty cluster; the episode's first job has arrived at t = 0 (the forward loop of the spec
