@@ -105,15 +105,15 @@ class GPUCloudState:
     run_job: jnp.ndarray  # i32[R] bank index of each running job, -1 = free slot
     run_dem: jnp.ndarray  # i32[R, 3] its per-instance demand
     run_comm_dist: jnp.ndarray  # f32[R] its communication intensity if spread over machines, else 0
-    run_net: jnp.ndarray  # f32[R, M] its network demand on each NIC (net[r, m] of the contention model)
-    run_cpu: jnp.ndarray  # f32[R, M] its share of each machine's CPU (cpu[r, m])
+    run_net_unit: jnp.ndarray  # f32[R] comm_dist · gpu: net[r, m] = n[r, m] · this / (gpu_cap_m · bw_m)
+    run_cpu_unit: jnp.ndarray  # f32[R] cpu per instance: cpu[r, m] = n[r, m] · this / cpu_cap_m
     run_spread: jnp.ndarray  # f32[R] its spreading slowdown 1 + κ_spread·comm·(k − 1)
     run_gpus: jnp.ndarray  # f32[R] its GPUs (C · gpu / 100)
     run_arrival: jnp.ndarray  # f32[R] its arrival time
     run_start: jnp.ndarray  # f32[R] start time
     run_work: jnp.ndarray  # f32[R] work left (nominal seconds) at time t
     run_speed: jnp.ndarray  # f32[R] current speed
-    run_alloc: jnp.ndarray  # i32[R, M] instances on each machine
+    run_alloc: jnp.ndarray  # i32[R, M] instances on each machine (stale in free slots: mask by run_job)
     free: jnp.ndarray  # i32[M, 3] free gpu, cpu, mem
     net_load: jnp.ndarray  # f32[M] NET_m: network demand on each NIC
     noise_seed: jnp.ndarray  # u32 seeds the fluctuation draws of this episode
@@ -182,8 +182,11 @@ def fit_counts(free: jax.Array, demand: jax.Array) -> jax.Array:
 
     Exact integer floor division, computed as a float estimate corrected by one step either way: XLA's
     CPU integer division does not vectorise, and this runs on every event of the forward loop."""
+    inv = (1.0 / jnp.maximum(demand, 1).astype(jnp.float32))[
+        ..., None, :
+    ]  # one divide per job, not per machine
     d = demand[..., None, :]
-    est = jnp.floor(free.astype(jnp.float32) / jnp.maximum(d, 1).astype(jnp.float32)).astype(jnp.int32)
+    est = jnp.floor(free.astype(jnp.float32) * inv).astype(jnp.int32)  # within ±1 of the exact quotient
     est = jnp.where((est + 1) * d <= free, est + 1, jnp.where(est * d > free, est - 1, est))
     return jnp.where(d > 0, est, BIG_FIT).min(axis=-1)
 
@@ -205,23 +208,30 @@ def descending_rank(x: jax.Array) -> jax.Array:
     return ahead.sum(axis=-1).astype(jnp.int32)
 
 
-def contention_shares(alloc, dem, comm, gpu_cap, cpu_cap, bw_cap, k_spread):
+def contention_shares(alloc, dem, comm, k_spread):
     """Per-job terms of the contention model (docs/gpu_cloud.md), fixed while a job runs:
-    `(net f32[R, M], cpu f32[R, M], comm_dist f32[R], spread f32[R])`.
+    `(net_unit f32[R], cpu_unit f32[R], comm_dist f32[R], spread f32[R])` with
+    `net[r, m] = n[r, m]·net_unit_r / (gpu_cap_m·bw_m)` and `cpu[r, m] = n[r, m]·cpu_unit_r / cpu_cap_m`.
 
-    alloc `i32[R, M]`, dem `i32[R, 3]`, comm `f32[R]`, caps `[M]`."""
-    n = alloc.astype(jnp.float32)
+    alloc `i32[R, M]`, dem `i32[R, 3]`, comm `f32[R]`."""
     k = (alloc > 0).sum(axis=1).astype(jnp.float32)
     comm_dist = jnp.where(k > 1, comm, 0.0)  # only jobs spread over machines use the NIC
-    net = n * (comm_dist * dem[:, 0].astype(jnp.float32))[:, None] / (gpu_cap * bw_cap)[None, :]
-    cpu = n * dem[:, 1].astype(jnp.float32)[:, None] / cpu_cap.astype(jnp.float32)[None, :]
     spread = 1.0 + k_spread * comm * jnp.maximum(k - 1.0, 0.0)
-    return net, cpu, comm_dist, spread
+    return comm_dist * dem[:, 0].astype(jnp.float32), dem[:, 1].astype(jnp.float32), comm_dist, spread
 
 
-def job_speeds(net, cpu, comm_dist, spread, on, live, perf, phi, k_net, k_cpu):
-    """Contention model (docs/gpu_cloud.md): `(speed f32[R], NET f32[M])` of the running jobs from their
-    `contention_shares` (`on = alloc > 0`): the slowest used machine's perf·φ / slowdown, over spread."""
+def job_speeds(
+    alloc, live, net_unit, cpu_unit, comm_dist, spread, perf, phi, gpu_cap, cpu_cap, bw_cap, k_net, k_cpu
+):
+    """Contention model (docs/gpu_cloud.md): `(speed f32[R], NET f32[M])` of the running jobs (`live`)
+    from their allocation `i32[R, M]` and `contention_shares`: the slowest used machine's perf·φ over its
+    slowdown, divided by the spreading slowdown. Multiplies only on `[R, M]` (this runs at every event;
+    the per-job and per-machine factors are precomputed, and nothing `[R, M]` is carried in the state
+    but the allocation)."""
+    on = (alloc > 0) & live[:, None]
+    n = jnp.where(on, alloc, 0).astype(jnp.float32)
+    net = n * net_unit[:, None] * (1.0 / (gpu_cap * bw_cap))[None, :]
+    cpu = n * cpu_unit[:, None] * (1.0 / cpu_cap.astype(jnp.float32))[None, :]
     net_total = net.sum(axis=0)
     cpu_total = cpu.sum(axis=0)
     slow = 1.0 + k_net * comm_dist[:, None] * (net_total - net) + k_cpu * (cpu_total - cpu)
@@ -348,14 +358,17 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
         """A speed update when `enabled`: new φ draw, speeds of every running job, NIC loads."""
         phi = fluctuation(state.noise_seed, state.n_updates, self.config.n_machines, params.fluct_std)
         speed, net = job_speeds(
-            state.run_net,
-            state.run_cpu,
+            state.run_alloc,
+            state.run_job >= 0,
+            state.run_net_unit,
+            state.run_cpu_unit,
             state.run_comm_dist,
             state.run_spread,
-            state.run_alloc > 0,
-            state.run_job >= 0,
             params.perf,
             phi,
+            params.gpu_cap,
+            params.cpu_cap,
+            params.bw_cap,
             params.kappa_net,
             params.kappa_cpu,
         )
@@ -402,9 +415,6 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
         s = s.replace(
             free=s.free + freed,
             run_job=jnp.where(done, -1, s.run_job),
-            run_alloc=jnp.where(done[:, None], 0, s.run_alloc),
-            run_net=jnp.where(done[:, None], 0.0, s.run_net),
-            run_cpu=jnp.where(done[:, None], 0.0, s.run_cpu),
             finished=s.finished + n_done,
             sum_jct=s.sum_jct + jnp.where(done, jct, 0.0).sum(),
             sum_fee=s.sum_fee + jnp.where(done, fee, 0.0).sum(),
@@ -525,8 +535,8 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
             run_dem=jnp.zeros((r, N_RES), jnp.int32),
             run_comm_dist=zeros_r,
             run_spread=jnp.ones((r,), jnp.float32),
-            run_net=jnp.zeros((r, m), jnp.float32),
-            run_cpu=jnp.zeros((r, m), jnp.float32),
+            run_net_unit=zeros_r,
+            run_cpu_unit=zeros_r,
             run_gpus=zeros_r,
             run_arrival=zeros_r,
             run_start=zeros_r,
@@ -600,9 +610,6 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
             alloc[src],
             slot_dem[src],
             params.model_comm[b.model[j]],
-            params.gpu_cap,
-            params.cpu_cap,
-            params.bw_cap,
             params.kappa_spread,
         )
         pick = lambda new, old: jnp.where(gets.reshape((-1,) + (1,) * (old.ndim - 1)), new, old)  # noqa: E731
@@ -611,8 +618,8 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
             run_job=pick(job, state.run_job),
             run_dem=pick(slot_dem[src], state.run_dem),
             run_comm_dist=pick(comm_dist, state.run_comm_dist),
-            run_net=pick(net, state.run_net),
-            run_cpu=pick(cpu, state.run_cpu),
+            run_net_unit=pick(net, state.run_net_unit),
+            run_cpu_unit=pick(cpu, state.run_cpu_unit),
             run_spread=pick(spread, state.run_spread),
             run_gpus=pick((b.n_inst[j] * b.gpu[j]).astype(jnp.float32) / 100.0, state.run_gpus),
             run_arrival=pick(self._arrival(params, state.first, job), state.run_arrival),
