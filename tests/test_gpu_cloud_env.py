@@ -10,6 +10,7 @@ inputs (params, key, a policy index, an action sequence) never change its shapes
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import chex
@@ -901,3 +902,35 @@ def test_valid_inputs_are_accepted():
     env = GPUCloudEnv(CFG)
     params = env.make_params(small_bank(), episode_jobs=2, machine=MACHINE)
     assert params.starts.tolist() == [0, 1] and int(params.episode_jobs) == 2
+
+
+# ---- a capped forward ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("policy", [1, 5])  # FIFO-FirstFit, Tetris (actions depend only on the observation)
+def test_capped_forward_makes_the_same_decisions(policy):
+    """With `max_forward_events=1` a long forward continues in non-decision calls (`obs.decision` False,
+    action ignored, reward 0 until the forward ends); the decisions, what they see, their rewards and the
+    final metrics are exactly those of the uncapped env."""
+    capped_cfg = dataclasses.replace(CFG, max_forward_events=1)
+    env = GPUCloudEnv(CFG)
+    params = random_params(env, np.random.default_rng(11))
+    _, _, full = rollout(CFG, params, policy=policy)
+    _, _, capped = rollout(capped_cfg, params, policy=policy)
+    assert full["terminated"].any() and capped["terminated"].any()
+    n_full = int(np.argmax(full["terminated"])) + 1
+    n_capped = int(np.argmax(capped["terminated"])) + 1
+    decided = np.asarray(capped["info"]["decision"][:n_capped])
+    assert (~decided).sum() > 0, "the cap never split a forward: the test exercises nothing"
+    assert decided.sum() == n_full
+    # The calls that end a forward return the observation of the next decision (or the terminal one).
+    ends = np.asarray(capped["obs"].decision[:n_capped]) | np.asarray(capped["terminated"][:n_capped])
+    assert ends.sum() == n_full
+    np.testing.assert_allclose(capped["reward"][:n_capped][ends], full["reward"][:n_full], rtol=1e-6)
+    assert np.all(capped["reward"][:n_capped][~ends] == 0.0)
+    for name in ("jobs", "machines", "job_mask", "free"):
+        np.testing.assert_array_equal(
+            getattr(capped["obs"], name)[:n_capped][ends], getattr(full["obs"], name)[:n_full], err_msg=name
+        )
+    for k in METRIC_KEYS:
+        np.testing.assert_allclose(
+            capped["metrics"][k][n_capped - 1], full["metrics"][k][n_full - 1], rtol=1e-6
+        )

@@ -50,10 +50,19 @@ class GPUCloudConfig:
     n_slots: int = 16
     queue_capacity: int = 64
     max_running: int | None = None  # default 4 per machine (a Small cluster runs ~10-20 jobs at once)
+    # Forward-loop iterations per call. None: a call always forwards to the next decision point. A number:
+    # a longer forward stops there and the next call continues it without a decision (the action is
+    # ignored; `obs.decision` says which calls decide). The decisions are the same either way; a cap only
+    # stops the slowest env of a vmapped batch from setting the cost of every step.
+    max_forward_events: int | None = None
 
     def __post_init__(self):
         if self.max_running is None:
             object.__setattr__(self, "max_running", 4 * self.n_machines)
+        if self.max_forward_events is not None and self.max_forward_events < 1:
+            raise ValueError(
+                f"GPUCloudConfig.max_forward_events must be >= 1 or None, got {self.max_forward_events}"
+            )
         for name in ("n_machines", "n_slots", "queue_capacity", "max_running"):
             if getattr(self, name) < 1:
                 raise ValueError(f"GPUCloudConfig.{name} must be >= 1, got {getattr(self, name)}")
@@ -127,6 +136,10 @@ class GPUCloudState:
     sum_duration: jnp.ndarray  # f32 Σ (finish − start)
     gpu_seconds: jnp.ndarray  # f32 Σ GPUs · duration
     last_finish: jnp.ndarray  # f32 time of the latest completion
+    forwarding: jnp.ndarray  # bool: the last call's forward stopped at `max_forward_events`; the next
+    #                          call continues it instead of deciding
+    acc_term: jnp.ndarray  # f32 Eq. 3's numerator so far of a forward split over calls
+    acc_events: jnp.ndarray  # i32 its denominator so far
 
 
 @struct.dataclass
@@ -144,6 +157,7 @@ class GPUCloudObs:
     free: jnp.ndarray  # i32[M, 3]
     cap: jnp.ndarray  # i32[M, 3]
     t: jnp.ndarray  # f32
+    decision: jnp.ndarray  # bool: the next call uses the action (False: it continues a forward)
 
 
 @struct.dataclass
@@ -432,8 +446,8 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
 
     def _forward(self, state: GPUCloudState, params: GPUCloudParams, force: jax.Array):
         """Step 5 of docs/gpu_cloud.md: process events until a pending job could start (at least one
-        event when `force`). Returns the state and per-running-slot completion records `(job i32[R], jct
-        f32[R], fee f32[R])` of this forward.
+        event when `force`), or `max_forward_events` iterations. Returns the state, per-running-slot
+        completion records `(job i32[R], jct f32[R], fee f32[R])` and whether the forward is unfinished.
 
         The spec admits one arrival per iteration; here an iteration admits a block of up to
         ARRIVAL_BLOCK arrivals before the next completion at once, stopping at the first one that could
@@ -446,13 +460,18 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
         def has_event(s):
             return jnp.any(s.run_job >= 0) | ((s.next_job < s.end_job) & (s.q_len < q_cap))
 
-        def cond(carry):
-            s, _, first_iter, feasible = carry
+        def wants_more(carry):
+            s, _, first_iter, feasible, _ = carry
             over = s.finished >= params.episode_jobs
             return ~over & has_event(s) & ((first_iter & force) | ~feasible)
 
+        cap = self.config.max_forward_events
+
+        def cond(carry):
+            return wants_more(carry) if cap is None else wants_more(carry) & (carry[4] < cap)
+
         def body(carry):
-            s, rec, _, feasible_before = carry
+            s, rec, _, feasible_before, iters = carry
             live = s.run_job >= 0
             end = jnp.where(live, s.t + s.run_work / s.run_speed, INF)
             t_c = end.min()
@@ -479,11 +498,11 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
             work = jnp.where(live, s.run_work - s.run_speed * (t_new - s.t), s.run_work)
             s = self._admit(s.replace(t=t_new, run_work=work), (job, dem, inst), count)
             s, rec = self._complete(s, params, t_new, end, rec, ~arrivals_only)
-            return s, rec, jnp.bool_(False), self._any_feasible(s)
+            return s, rec, jnp.bool_(False), self._any_feasible(s), iters + 1
 
-        init = (state, rec0, jnp.bool_(True), self._any_feasible(state))
-        state, rec, _, _ = jax.lax.while_loop(cond, body, init)
-        return state, rec
+        init = (state, rec0, jnp.bool_(True), self._any_feasible(state), jnp.int32(0))
+        final = jax.lax.while_loop(cond, body, init)
+        return final[0], final[1], wants_more(final)  # the last: stopped at the cap, to be continued
 
     def _view(self, key: jax.Array, q_len: jax.Array) -> jax.Array:
         """`i32[N]` queue positions shown: all of them when they fit, else N sampled uniformly without
@@ -556,6 +575,9 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
             sum_duration=zf,
             gpu_seconds=zf,
             last_finish=zf,
+            forwarding=jnp.bool_(False),
+            acc_term=zf,
+            acc_events=z32,
         )
         return self.observe(state, params), state
 
@@ -631,31 +653,43 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
 
     def step_env(self, key: jax.Array, state: GPUCloudState, action: GPUCloudAction, params: GPUCloudParams):
         cfg = self.config
+        # A call that continues an unfinished forward decides nothing: no job is visible to the round.
+        decision = ~state.forwarding
+        state = state.replace(view=jnp.where(decision, state.view, -1))
         state, placed, failed, alloc, slot_job = self._place(state, action, params)
         n_placed = placed.sum()
         # Placed jobs leave the pending list.
         placed_pos = jnp.zeros((cfg.queue_capacity,), bool).at[jnp.maximum(state.view, 0)].max(placed)
         q_rows, q_len = queue.compact(state.q_rows, state.q_len, ~placed_pos, 0)
         q_rows = q_rows.at[:, 0].set(jnp.where(queue.live_mask(cfg.queue_capacity, q_len), q_rows[:, 0], -1))
-        state = state.replace(q_rows=q_rows, q_len=q_len, steps=state.steps + 1)
+        state = state.replace(q_rows=q_rows, q_len=q_len, steps=state.steps + decision.astype(jnp.int32))
         state = self._update_speeds(state, params, n_placed > 0)
 
-        state, (fin_job, fin_jct, fin_fee) = self._forward(state, params, n_placed == 0)
+        state, (fin_job, fin_jct, fin_fee), pending = self._forward(state, params, decision & (n_placed == 0))
 
-        # Eq. 3: finished jobs give 1/(fee·JCT), failed schedulings −α·C·GPUs, averaged.
+        # Eq. 3: finished jobs give 1/(fee·JCT), failed schedulings −α·C·GPUs, averaged over both. A
+        # forward split over several calls pays the decision's whole reward when it ends (0 before).
         done = fin_job >= 0
         fin_term = jnp.where(done, 1.0 / (fin_fee * fin_jct / params.jct_unit), 0.0).sum()
         sj = jnp.maximum(slot_job, 0)
         fail_gpus = jnp.where(
             failed, (params.bank.n_inst[sj] * params.bank.gpu[sj]).astype(jnp.float32) / 100.0, 0.0
         )
-        n_events = done.sum() + failed.sum()
-        reward = (fin_term - params.alpha * fail_gpus.sum()) / jnp.maximum(n_events, 1).astype(jnp.float32)
-        state = state.replace(failed=state.failed + failed.sum(), view=self._view(key, state.q_len))
+        acc_term = state.acc_term + fin_term - params.alpha * fail_gpus.sum()
+        acc_events = state.acc_events + done.sum() + failed.sum()
+        reward = jnp.where(pending, 0.0, acc_term / jnp.maximum(acc_events, 1).astype(jnp.float32))
+        state = state.replace(
+            failed=state.failed + failed.sum(),
+            view=self._view(key, state.q_len),
+            forwarding=pending,
+            acc_term=jnp.where(pending, acc_term, 0.0),
+            acc_events=jnp.where(pending, acc_events, 0),
+        )
 
         terminated = state.finished >= params.episode_jobs
         truncated = ~terminated & (state.steps >= params.max_steps)
         info = {
+            "decision": decision,  # was the action used (False: this call continued a forward)
             "placed": n_placed,
             "failed": failed.sum(),
             "finished": done.sum(),
@@ -715,6 +749,7 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
             free=state.free,
             cap=cap,
             t=state.t,
+            decision=~state.forwarding,
         )
 
     def action_mask(self, state: GPUCloudState, params: GPUCloudParams) -> jax.Array:

@@ -9,7 +9,8 @@ A DAS config says `kind: das` and has these sections (every field optional; defa
     out_dir: runs
     cluster:  {size: small | medium | large, n_machines, perf_cv, fluct_std, perf_seed,
                kappa_net, kappa_cpu, kappa_spread}
-    env:      {n_slots, queue_capacity, max_running, episode_jobs, load_scale, max_steps, alpha, price}
+    env:      {n_slots, queue_capacity, max_running, max_forward_events, episode_jobs, load_scale, max_steps,
+               alpha, price}
     workload: {source: pai_like | pai, n_jobs, train_frac, bank_seed, mean_interarrival_s,
                job_csv, task_csv, group_tag_csv}
     eval:     {seed, episodes, policies}
@@ -63,6 +64,7 @@ class EnvSection:
     n_slots: int = 16
     queue_capacity: int = 64
     max_running: int | None = None
+    max_forward_events: int | None = None  # see GPUCloudConfig: a cap makes vmapped steps cheaper
     episode_jobs: int = 1000
     load_scale: float = 1.0  # App. E: 0.5 (Low), 1 (Normal), 2 (High) — arrival-rate multiplier
     max_steps: int | None = None
@@ -211,7 +213,7 @@ def build_das(cfg: DASConfig):
     c, e, w = cfg.cluster, cfg.env, cfg.workload
     m = c.machines
     try:
-        env = GPUCloudEnv(GPUCloudConfig(m, e.n_slots, e.queue_capacity, e.max_running))
+        env = GPUCloudEnv(GPUCloudConfig(m, e.n_slots, e.queue_capacity, e.max_running, e.max_forward_events))
     except ValueError as err:
         raise ValueError(f"env: {err}") from None
     caps = {k: np.full(m, V100_MACHINE[k], np.int32) for k in ("gpu", "cpu", "mem")}

@@ -37,7 +37,11 @@ def default_hpc_setup(
 
 
 def default_gpu_cloud_setup(
-    size: str = "small", n_jobs: int = 20_000, episode_jobs: int = 1000, seed: int = 0
+    size: str = "small",
+    n_jobs: int = 20_000,
+    episode_jobs: int = 1000,
+    seed: int = 0,
+    max_forward_events=None,
 ):
     """The DAS env (paper defaults: 16 visible jobs, 64-job pending list) on a cluster of `size` over a
     generated PAI-like bank: what the GPU-cloud benchmark runs."""
@@ -46,12 +50,10 @@ def default_gpu_cloud_setup(
     from jaxsched.workloads.ddl import generate_pai_like
 
     m = CLUSTER_SIZES[size]
-    env = GPUCloudEnv(GPUCloudConfig(n_machines=m))
+    env = GPUCloudEnv(GPUCloudConfig(n_machines=m, max_forward_events=max_forward_events))
     bank = generate_pai_like(jax.random.key(seed), n_jobs)
-    params = env.make_params(
-        bank, episode_jobs=episode_jobs, perf=heterogeneous_perf(jax.random.key(seed), m)
-    )
-    return env, params
+    perf = heterogeneous_perf(jax.random.key(seed), m)
+    return env, env.make_params(bank, episode_jobs=episode_jobs, perf=perf)
 
 
 def random_valid_action(key, obs):
@@ -79,10 +81,19 @@ def _time(fn, *args, repeats: int) -> tuple[float, list[float]]:
 
 
 def measure_env(
-    env, params, batch: int, steps: int, repeats: int = 3, seed: int = 0, action_fn=random_valid_action
+    env,
+    params,
+    batch: int,
+    steps: int,
+    repeats: int = 3,
+    seed: int = 0,
+    action_fn=random_valid_action,
+    warmup_steps: int = 0,
 ) -> dict:
     """One record: steps/s (median), compile time, reset cost for `batch` parallel envs taking
-    `action_fn(key, obs)` actions (one env's; vmapped here)."""
+    `action_fn(key, obs)` actions (one env's; vmapped here). Timed runs start after `warmup_steps`
+    steps from reset (so envs are past their episodes' first steps). Envs whose `info["decision"]` marks
+    non-decision steps also get `decisions_per_s`, counting only the steps that used the action."""
     act = jax.vmap(action_fn)
     reset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
@@ -93,22 +104,28 @@ def measure_env(
             obs, state = carry
             k_act, k_step = jax.random.split(k)
             action = act(jax.random.split(k_act, batch), obs)
-            obs, state, reward, _, _, _ = step(jax.random.split(k_step, batch), state, action, params)
-            return (obs, state), reward.sum()
+            obs, state, reward, _, _, info = step(jax.random.split(k_step, batch), state, action, params)
+            decisions = info["decision"].sum() if "decision" in info else jnp.int32(batch)
+            return (obs, state), (reward.sum(), decisions)
 
-        (obs, state), rewards = jax.lax.scan(body, (obs, state), jax.random.split(key, steps))
-        return obs, state, rewards.sum()
+        (obs, state), (rewards, decisions) = jax.lax.scan(body, (obs, state), jax.random.split(key, steps))
+        return obs, state, rewards.sum(), decisions.sum()
 
     keys = jax.random.split(jax.random.key(seed), batch)
     reset_first, reset_times = _time(reset, keys, params, repeats=repeats)
     obs, state = reset(keys, params)
+    for i in range(-(-warmup_steps // steps)):
+        obs, state, _, _ = rollout(jax.random.fold_in(jax.random.key(seed + 2), i), obs, state)
     first, times = _time(rollout, jax.random.key(seed + 1), obs, state, repeats=repeats)
     run = statistics.median(times)
+    decided = int(rollout(jax.random.key(seed + 1), obs, state)[3])
     return {
         "env": env.name,
         "batch": batch,
         "steps": steps,
+        "warmup_steps": warmup_steps,
         "steps_per_s": batch * steps / run,
+        "decisions_per_s": decided / run,
         "runs_s": times,
         "compile_s": max(first - run, 0.0),
         "reset_s": statistics.median(reset_times),
@@ -126,15 +143,17 @@ def env_throughput(
     json_path: str | None = None,
     env_setup=None,
     action_fn=random_valid_action,
+    warmup_steps: int = 0,
 ) -> list[dict]:
     """Benchmark an env (default the HPC env) at each batch size; print a table, optionally write JSON."""
     env, params = (env_setup or default_hpc_setup)()
     records = []
     for batch in batches:
-        rec = measure_env(env, params, batch, steps, repeats, action_fn=action_fn)
+        rec = measure_env(env, params, batch, steps, repeats, action_fn=action_fn, warmup_steps=warmup_steps)
         records.append(rec)
         print(
-            f"{rec['env']:>9} batch {batch:>6}: {rec['steps_per_s']:>12,.0f} steps/s  "
+            f"{rec['env']:>9} batch {batch:>6}: {rec['steps_per_s']:>12,.0f} steps/s "
+            f"({rec['decisions_per_s']:,.0f} decisions/s)  "
             f"compile {rec['compile_s']:.2f}s  reset {rec['reset_s'] * 1e3:.2f} ms/batch  "
             f"({rec['platform']})",
             flush=True,
