@@ -1,0 +1,345 @@
+"""MAPPO for the Dual-Agent Scheduler (Xing et al., KDD'23, §4.3, App. C–D), PureJaxRL-style.
+
+Two actors — the ordering agent (Gaussian priorities) and the placement agent (Gaussian affinities, RWGP
+or MLP) — share one `DASActor` parameter tree; a centralized critic `V(global state)` has its own. Each
+update: a rollout of `num_steps` calls × `num_envs` envs (`lax.scan` of the vmapped env) with the
+*target* actor (θ_old), GAE, then `update_epochs` passes of clipped-surrogate + entropy + value loss over
+shuffled minibatches; the target actor and critic are copied from the trained ones every
+`target_interval` updates (the paper's copy interval z = 2). Seeds `vmap` over `init`/`train_chunk`.
+
+The RWGP history (last τ decisions: observations and sampled affinities) is carried per env through the
+rollout, stored with every transition and fed again in the update, so the GP is recomputed with the
+current parameters; it is cleared at episode ends.
+
+Non-decision calls (an env with `max_forward_events` continuing a forward, `obs.decision` False) are
+continuations: their actions are ignored by the env, they add no policy or entropy term, the history is
+not pushed, and GAE does not discount across them (γ = 1), so returns are those of the decision process.
+
+Deviations (also in docs/design_notes.md): PPO updates after fixed batched rollouts rather than after each
+timestep (Algorithm 1); the critic is a state-value V(s) rather than Q(s, a) (see `nn.das.CentralCritic`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from jaxsched.agents.das import DASActor, DASAgentConfig, empty_history
+from jaxsched.core.wrappers import LogWrapper, masked_mean
+from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudObs
+from jaxsched.nn.das import CentralCritic, masked_normal_entropy, masked_normal_log_prob
+from jaxsched.nn.rwgp import RWGPHistory
+
+LR_GRID = (1e-4, 5e-5, 1e-5, 5e-6, 1e-6)  # App. D
+
+
+@dataclass(frozen=True)
+class MAPPOConfig:
+    """Static MAPPO settings; defaults are the paper's (App. D: γ 0.98, entropy 0.03, clip 0.2, z = 2)."""
+
+    agent: DASAgentConfig = field(default_factory=DASAgentConfig)
+    num_envs: int = 16
+    num_steps: int = 64
+    total_updates: int = 100
+    updates_per_chunk: int = 10
+    update_epochs: int = 4
+    num_minibatches: int = 4
+    critic_hidden: tuple[int, ...] = (256, 256)
+    lr: float = 1e-4
+    gamma: float = 0.98
+    gae_lambda: float = 0.95
+    clip_eps: float = 0.2
+    ent_coef: float = 0.03
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    target_interval: int = 2
+
+    def __post_init__(self):
+        object.__setattr__(self, "critic_hidden", tuple(int(h) for h in self.critic_hidden))
+        for name in ("num_envs", "num_steps", "total_updates", "updates_per_chunk", "update_epochs",
+                     "num_minibatches", "target_interval"):  # fmt: skip
+            if getattr(self, name) < 1:
+                raise ValueError(f"mappo.{name} must be >= 1, got {getattr(self, name)}")
+        if (self.num_envs * self.num_steps) % self.num_minibatches:
+            raise ValueError(
+                f"mappo.num_minibatches ({self.num_minibatches}) must divide num_envs × num_steps "
+                f"({self.num_envs} × {self.num_steps})"
+            )
+        if self.total_updates % self.updates_per_chunk:
+            raise ValueError(
+                f"mappo.updates_per_chunk ({self.updates_per_chunk}) must divide total_updates "
+                f"({self.total_updates})"
+            )
+        for name in ("lr", "clip_eps", "max_grad_norm"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"mappo.{name} must be > 0, got {getattr(self, name)}")
+        for name in ("gamma", "gae_lambda"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"mappo.{name} must be in [0, 1], got {getattr(self, name)}")
+
+    @property
+    def minibatch_size(self) -> int:
+        return self.num_envs * self.num_steps // self.num_minibatches
+
+
+@struct.dataclass
+class MAPPORunner:
+    params: Any  # {"actor": ..., "critic": ...} being trained
+    target: Any  # θ_old, φ_old: what rollouts act with (copied every `target_interval` updates)
+    opt_state: Any
+    env_state: Any  # LogState of [num_envs] envs
+    obs: Any  # GPUCloudObs [num_envs, ...]
+    history: RWGPHistory  # [num_envs, τ, ...]
+    key: jnp.ndarray  # raw key data
+    update: jnp.ndarray  # i32
+
+
+@struct.dataclass
+class MAPPOTransition:
+    obs: GPUCloudObs  # [B, ...] (agents read jobs, job_mask, machines, global_state, decision)
+    history: RWGPHistory  # [B, τ, ...] what the placement agent conditioned on
+    priority: jnp.ndarray  # f32[B, N]
+    affinity: jnp.ndarray  # f32[B, N, M]
+    log_prob: jnp.ndarray  # f32[B] joint log-prob of both actions (target actor)
+    value: jnp.ndarray  # f32[B]
+    reward: jnp.ndarray  # f32[B]
+    decision: jnp.ndarray  # bool[B] the env used the action
+    done: jnp.ndarray  # bool[B]
+    next_value: jnp.ndarray  # f32[B] V of the pre-reset next state (0 after termination)
+
+
+def gae(traj: MAPPOTransition, gamma, lam):
+    """Advantages and returns `[T, B]`; a non-decision call is a continuation (no discount)."""
+
+    def body(next_adv, t: MAPPOTransition):
+        g = jnp.where(t.decision, gamma, 1.0)
+        delta = t.reward + g * t.next_value - t.value
+        adv = delta + g * lam * (1.0 - t.done) * next_adv
+        return adv, adv
+
+    _, adv = jax.lax.scan(body, jnp.zeros_like(traj.value[0]), traj, reverse=True)
+    return adv, adv + traj.value
+
+
+class MAPPO:
+    """MAPPO over the GPU-cloud env; see the module docstring."""
+
+    def __init__(self, config: MAPPOConfig, env, env_params):
+        self.config = config
+        self.env = LogWrapper(env)
+        self.base_env = env
+        self.env_params = env_params
+        self.actor = DASActor(config.agent)
+        self.critic = CentralCritic(config.critic_hidden)
+
+    # ---- pieces ----------------------------------------------------------------------------------
+    def optimizer(self) -> optax.GradientTransformation:
+        cfg = self.config
+        return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.lr, eps=1e-5))
+
+    def _history0(self):
+        c = self.base_env.config
+        return empty_history(self.config.agent, c.n_slots, c.n_machines)
+
+    def distribution(self, actor_params, obs: GPUCloudObs, history: RWGPHistory):
+        """`(prio_mu, prio_std, aff_mu, aff_std)` for one env."""
+        return self.actor.apply(actor_params, obs, history)
+
+    def log_prob_entropy(self, actor_params, obs, history, priority, affinity):
+        """Joint log-prob and entropy of (priority, affinity) over the valid job slots, for one env."""
+        pm, ps, am, as_ = self.distribution(actor_params, obs, history)
+        lp = masked_normal_log_prob(pm, ps, priority, obs.job_mask) + masked_normal_log_prob(
+            am, as_, affinity, obs.job_mask
+        )
+        ent = masked_normal_entropy(pm, ps, obs.job_mask) + masked_normal_entropy(am, as_, obs.job_mask)
+        return lp, ent
+
+    # ---- public API ------------------------------------------------------------------------------
+    def init(self, key: jax.Array) -> MAPPORunner:
+        k_actor, k_critic, k_env, k_run = jax.random.split(key, 4)
+        obs, env_state = jax.vmap(self.env.reset, in_axes=(0, None))(
+            jax.random.split(k_env, self.config.num_envs), self.env_params
+        )
+        one_obs = jax.tree.map(lambda x: x[0], obs)
+        params = {
+            "actor": self.actor.init(k_actor, one_obs, self._history0()),
+            "critic": self.critic.init(k_critic, one_obs.global_state),
+        }
+        history = jax.vmap(lambda _: self._history0())(jnp.arange(self.config.num_envs))
+        return MAPPORunner(
+            params=params,
+            target=params,
+            opt_state=self.optimizer().init(params),
+            env_state=env_state,
+            obs=obs,
+            history=history,
+            key=jax.random.key_data(k_run),
+            update=jnp.int32(0),
+        )
+
+    def act(self, actor_params, obs, history, key, greedy: bool = False):
+        """Sample (or take the means of) both actions for one env: `(GPUCloudAction, log_prob)`."""
+        pm, ps, am, as_ = self.distribution(actor_params, obs, history)
+        k1, k2 = jax.random.split(key)
+        if greedy:
+            prio, aff = pm, am
+        else:
+            prio = pm + ps * jax.random.normal(k1, pm.shape)
+            aff = am + as_[:, None] * jax.random.normal(k2, am.shape)
+        lp = masked_normal_log_prob(pm, ps, prio, obs.job_mask) + masked_normal_log_prob(
+            am, as_, aff, obs.job_mask
+        )
+        return GPUCloudAction(priority=prio, affinity=aff), lp
+
+    @staticmethod
+    def advance_history(history: RWGPHistory, obs: GPUCloudObs, affinity, decision, done) -> RWGPHistory:
+        """Push a decision into one env's history; clear it when the episode ended."""
+        pushed = history.push(obs.jobs, obs.job_mask, obs.machines, affinity)
+        history = jax.tree.map(lambda a, b: jnp.where(decision, a, b), pushed, history)
+        return jax.tree.map(lambda a, b: jnp.where(done, a, b), history.clear(), history)
+
+    def rollout(self, runner: MAPPORunner, key: jax.Array):
+        cfg = self.config
+        step = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))
+        act = jax.vmap(self.act, in_axes=(None, 0, 0, 0))
+        value = jax.vmap(lambda p, g: self.critic.apply(p, g), in_axes=(None, 0))
+        target = runner.target
+
+        def body(carry, k):
+            env_state, obs, history = carry
+            k_act, k_step = jax.random.split(k)
+            action, log_prob = act(target["actor"], obs, history, jax.random.split(k_act, cfg.num_envs))
+            v = value(target["critic"], obs.global_state)
+            obs2, env_state2, reward, terminated, truncated, info = step(
+                jax.random.split(k_step, cfg.num_envs), env_state, action, self.env_params
+            )
+            done = terminated | truncated
+            v_final = value(target["critic"], info["final_observation"].global_state)
+            tr = MAPPOTransition(
+                obs=obs, history=history, priority=action.priority, affinity=action.affinity,
+                log_prob=log_prob, value=v, reward=reward, decision=obs.decision, done=done,
+                next_value=jnp.where(terminated, 0.0, v_final),
+            )  # fmt: skip
+            history2 = jax.vmap(self.advance_history)(history, obs, action.affinity, obs.decision, done)
+            log = {
+                "returned_episode": info["returned_episode"],
+                "episode_return": info["returned_episode_returns"],
+                "episode_metrics": info["returned_episode_metrics"],
+            }
+            return (env_state2, obs2, history2), (tr, log)
+
+        carry = (runner.env_state, runner.obs, runner.history)
+        (env_state, obs, history), (traj, log) = jax.lax.scan(
+            body, carry, jax.random.split(key, cfg.num_steps)
+        )
+        return runner.replace(env_state=env_state, obs=obs, history=history), traj, log
+
+    def loss(self, params, batch: MAPPOTransition, adv, targets):
+        cfg = self.config
+        lp, ent = jax.vmap(self.log_prob_entropy, in_axes=(None, 0, 0, 0, 0))(
+            params["actor"], batch.obs, batch.history, batch.priority, batch.affinity
+        )
+        d = batch.decision.astype(jnp.float32)
+        n = jnp.maximum(d.sum(), 1.0)
+        mean_adv = (adv * d).sum() / n
+        std_adv = jnp.sqrt((((adv - mean_adv) * d) ** 2).sum() / n) + 1e-8
+        norm_adv = (adv - mean_adv) / std_adv
+        ratio = jnp.exp(jnp.where(batch.decision, lp - batch.log_prob, 0.0))
+        surrogate = jnp.minimum(
+            ratio * norm_adv, jnp.clip(ratio, 1 - cfg.clip_eps, 1 + cfg.clip_eps) * norm_adv
+        )
+        actor = -(surrogate * d).sum() / n
+        entropy = (ent * d).sum() / n
+        value = jax.vmap(lambda g: self.critic.apply(params["critic"], g))(batch.obs.global_state)
+        v_clipped = batch.value + jnp.clip(value - batch.value, -cfg.clip_eps, cfg.clip_eps)
+        critic = 0.5 * jnp.maximum((value - targets) ** 2, (v_clipped - targets) ** 2).mean()
+        total = actor + cfg.vf_coef * critic - cfg.ent_coef * entropy
+        aux = {
+            "actor_loss": actor,
+            "critic_loss": critic,
+            "entropy": entropy,
+            "approx_kl": (((ratio - 1) - jnp.log(ratio)) * d).sum() / n,
+            "clip_frac": ((jnp.abs(ratio - 1) > cfg.clip_eps) * d).sum() / n,
+        }
+        return total, aux
+
+    def update_step(self, runner: MAPPORunner) -> tuple[MAPPORunner, dict]:
+        cfg = self.config
+        key = jax.random.wrap_key_data(runner.key)
+        key, k_roll, k_perm = jax.random.split(key, 3)
+        runner, traj, log = self.rollout(runner, k_roll)
+        adv, targets = gae(traj, cfg.gamma, cfg.gae_lambda)
+        opt = self.optimizer()
+        n = cfg.num_envs * cfg.num_steps
+        flat = jax.tree.map(lambda a: a.reshape((n,) + a.shape[2:]), (traj, adv, targets))
+
+        def epoch(carry, k):
+            def minibatch(carry, idx):
+                params, opt_state = carry
+                b, a, t = jax.tree.map(lambda x: x[idx], flat)
+                grads, aux = jax.grad(self.loss, has_aux=True)(params, b, a, t)
+                updates, opt_state = opt.update(grads, opt_state, params)
+                return (optax.apply_updates(params, updates), opt_state), aux
+
+            perm = jax.random.permutation(k, n).reshape(cfg.num_minibatches, cfg.minibatch_size)
+            return jax.lax.scan(minibatch, carry, perm)
+
+        (params, opt_state), aux = jax.lax.scan(
+            epoch, (runner.params, runner.opt_state), jax.random.split(k_perm, cfg.update_epochs)
+        )
+        update = runner.update + 1
+        copy = update % cfg.target_interval == 0
+        target = jax.tree.map(lambda new, old: jnp.where(copy, new, old), params, runner.target)
+        runner = runner.replace(
+            params=params, target=target, opt_state=opt_state, key=jax.random.key_data(key), update=update
+        )
+        done = log["returned_episode"]
+        metrics = {k: v.mean() for k, v in aux.items()}
+        metrics["episodes"] = done.sum()
+        metrics["episode_return"] = masked_mean(log["episode_return"], done)
+        for k, v in log["episode_metrics"].items():
+            metrics[k] = masked_mean(v.astype(jnp.float32), done)
+        metrics["reward_per_step"] = traj.reward.mean()
+        metrics["decision_frac"] = traj.decision.mean()
+        metrics["update"] = update
+        return runner, metrics
+
+    def train_chunk(self, runner: MAPPORunner) -> tuple[MAPPORunner, dict]:
+        """`updates_per_chunk` updates in one `lax.scan`; metrics are `[updates_per_chunk]`."""
+        return jax.lax.scan(lambda r, _: self.update_step(r), runner, None, self.config.updates_per_chunk)
+
+    def run_episode(self, actor_params, env_params, key: jax.Array, greedy: bool = True) -> dict:
+        """One whole episode with the actor (history carried), returning the env's metrics."""
+        env = self.base_env
+        k_reset, k_loop = jax.random.split(key)
+        obs, state = env.reset(k_reset, env_params)
+
+        def body(carry):
+            obs, state, history, _, total, k = carry
+            k, k_act, k_step = jax.random.split(k, 3)
+            action, _ = self.act(actor_params, obs, history, k_act, greedy)
+            obs2, state2, reward, term, trunc, _ = env.step_env(k_step, state, action, env_params)
+            history = self.advance_history(history, obs, action.affinity, obs.decision, jnp.bool_(False))
+            return obs2, state2, history, term | trunc, total + reward, k
+
+        init = (obs, state, self._history0(), jnp.bool_(False), jnp.float32(0.0), k_loop)
+        _, state, _, _, total, _ = jax.lax.while_loop(lambda c: ~c[3], body, init)
+        out = dict(env.metrics(state, env_params))
+        out["return"] = total
+        return out
+
+
+def make_train(config: MAPPOConfig, env, env_params):
+    """`train(key) -> (runner, metrics)`: every update in one jitted program; `vmap` it over seeds."""
+    mappo = MAPPO(config, env, env_params)
+
+    def train(key: jax.Array):
+        runner = mappo.init(key)
+        return jax.lax.scan(lambda r, _: mappo.update_step(r), runner, None, config.total_updates)
+
+    return train
