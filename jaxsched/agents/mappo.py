@@ -151,13 +151,16 @@ class MAPPO:
         return self.actor.apply(actor_params, obs, history)
 
     def log_prob_entropy(self, actor_params, obs, history, priority, affinity):
-        """Joint log-prob and entropy of (priority, affinity) over the valid job slots, for one env."""
+        """Joint log-prob of (priority, affinity) over the valid job slots, and the entropy *per action
+        dimension* (mean over the valid slots' 1 + M Gaussians), for one env. Per dimension, so that the
+        entropy weight (App. D: 0.03) does not scale with the number of visible jobs and machines."""
         pm, ps, am, as_ = self.distribution(actor_params, obs, history)
         lp = masked_normal_log_prob(pm, ps, priority, obs.job_mask) + masked_normal_log_prob(
             am, as_, affinity, obs.job_mask
         )
         ent = masked_normal_entropy(pm, ps, obs.job_mask) + masked_normal_entropy(am, as_, obs.job_mask)
-        return lp, ent
+        dims = obs.job_mask.sum() * (1 + am.shape[-1])
+        return lp, ent / jnp.maximum(dims, 1)
 
     # ---- public API ------------------------------------------------------------------------------
     def init(self, key: jax.Array) -> MAPPORunner:
