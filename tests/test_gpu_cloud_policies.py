@@ -50,6 +50,7 @@ def make_obs(n_inst, demand, arrival_rank=None, free=None, n_machines=3) -> GPUC
         free=jnp.asarray(free),
         cap=jnp.asarray(cap),
         t=jnp.float32(0.0),
+        decision=jnp.bool_(True),
     )
 
 
