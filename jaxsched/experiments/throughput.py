@@ -264,3 +264,43 @@ def train_throughput(
         with open(json_path, "w") as f:
             json.dump(records, f, indent=2)
     return records
+
+
+def measure_mappo(
+    env, params, variant: str = "das", seeds: int = 1, num_envs: int = 16, num_steps: int = 64,
+    updates: int = 2, repeats: int = 3, seed: int = 0, **mappo_overrides,
+) -> dict:  # fmt: skip
+    """One record: MAPPO training throughput of a DAS variant (`da`, `da_mc`, `da_rwgp`, `das`) on the
+    GPU-cloud env, `seeds` vmapped: env calls/s and decisions/s during training (rollout + update)."""
+    from jaxsched.agents.das import DASAgentConfig
+    from jaxsched.agents.mappo import MAPPO, MAPPOConfig
+
+    cfg = MAPPOConfig(
+        agent=DASAgentConfig.preset(variant), num_envs=num_envs, num_steps=num_steps, total_updates=updates,
+        updates_per_chunk=updates, **mappo_overrides,
+    )  # fmt: skip
+    mappo = MAPPO(cfg, env, params)
+    runner = jax.jit(jax.vmap(mappo.init))(jax.random.split(jax.random.key(seed), seeds))
+    chunk = jax.jit(jax.vmap(mappo.train_chunk))
+    first, times = _time(chunk, runner, repeats=repeats)
+    run = statistics.median(times)
+    _, metrics = chunk(runner)
+    decision_frac = float(jnp.mean(metrics["decision_frac"]))
+    calls = seeds * updates * num_envs * num_steps
+    return {
+        "agent": f"mappo_{variant}",
+        "env": env.name,
+        "n_machines": env.config.n_machines,
+        "seeds": seeds,
+        "num_envs": num_envs,
+        "num_steps": num_steps,
+        "updates": updates,
+        "env_steps_per_s": calls / run,
+        "decisions_per_s": calls * decision_frac / run,
+        "updates_per_s": seeds * updates / run,
+        "runs_s": times,
+        "compile_s": max(first - run, 0.0),
+        "device": str(jax.devices()[0].device_kind),
+        "platform": jax.default_backend(),
+        "jax": jax.__version__,
+    }
