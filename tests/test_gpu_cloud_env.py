@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 from jax import lax
 from reference_gpu_cloud import ReferenceGPUCloud
 
-from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudConfig, GPUCloudEnv, fluctuation
+from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudConfig, GPUCloudEnv
+from jaxsched.envs.gpu_contention import fluctuation
 from jaxsched.policies.gpu_cloud import HEURISTICS, make_heuristic
 from jaxsched.workloads.ddl import fits_empty_cluster, make_ddl_workload
 

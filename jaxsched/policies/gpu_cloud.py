@@ -19,7 +19,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudEnv, GPUCloudObs, fit_counts
+from jaxsched.core.placement import fit_counts
+from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudEnv, GPUCloudObs
 
 HEURISTICS = ("fifo_firstfit", "fifo_loadbalance", "drf_firstfit", "drf_loadbalance", "tetris")
 LABELS = {

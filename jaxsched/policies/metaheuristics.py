@@ -53,7 +53,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudEnv, GPUCloudObs, GPUCloudState, descending_rank
+from jaxsched.core.placement import descending_rank
+from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudEnv, GPUCloudObs, GPUCloudState
 from jaxsched.policies.gpu_cloud import make_heuristic
 
 DEFAULT_POLICY = "fifo_loadbalance"  # the start action and the lookahead's policy
