@@ -30,6 +30,8 @@ import optax
 from flax import struct
 
 from jaxsched.agents.das import DASActor, DASAgentConfig, empty_history
+from jaxsched.agents.ppo import check_schedule, sgd_epochs
+from jaxsched.agents.ppo import gae as ppo_gae
 from jaxsched.core.wrappers import LogWrapper, masked_mean
 from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudObs
 from jaxsched.nn.das import CentralCritic, masked_normal_entropy, masked_normal_log_prob
@@ -61,20 +63,9 @@ class MAPPOConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "critic_hidden", tuple(int(h) for h in self.critic_hidden))
-        for name in ("num_envs", "num_steps", "total_updates", "updates_per_chunk", "update_epochs",
-                     "num_minibatches", "target_interval"):  # fmt: skip
-            if getattr(self, name) < 1:
-                raise ValueError(f"mappo.{name} must be >= 1, got {getattr(self, name)}")
-        if (self.num_envs * self.num_steps) % self.num_minibatches:
-            raise ValueError(
-                f"mappo.num_minibatches ({self.num_minibatches}) must divide num_envs × num_steps "
-                f"({self.num_envs} × {self.num_steps})"
-            )
-        if self.total_updates % self.updates_per_chunk:
-            raise ValueError(
-                f"mappo.updates_per_chunk ({self.updates_per_chunk}) must divide total_updates "
-                f"({self.total_updates})"
-            )
+        check_schedule(self, "mappo")
+        if self.target_interval < 1:
+            raise ValueError(f"mappo.target_interval must be >= 1, got {self.target_interval}")
         for name in ("lr", "clip_eps", "max_grad_norm"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"mappo.{name} must be > 0, got {getattr(self, name)}")
@@ -115,15 +106,7 @@ class MAPPOTransition:
 
 def gae(traj: MAPPOTransition, gamma, lam):
     """Advantages and returns `[T, B]`; a non-decision call is a continuation (no discount)."""
-
-    def body(next_adv, t: MAPPOTransition):
-        g = jnp.where(t.decision, gamma, 1.0)
-        delta = t.reward + g * t.next_value - t.value
-        adv = delta + g * lam * (1.0 - t.done) * next_adv
-        return adv, adv
-
-    _, adv = jax.lax.scan(body, jnp.zeros_like(traj.value[0]), traj, reverse=True)
-    return adv, adv + traj.value
+    return ppo_gae(traj, jnp.where(traj.decision, gamma, 1.0), lam)
 
 
 class MAPPO:
@@ -277,24 +260,12 @@ class MAPPO:
         key, k_roll, k_perm = jax.random.split(key, 3)
         runner, traj, log = self.rollout(runner, k_roll)
         adv, targets = gae(traj, cfg.gamma, cfg.gae_lambda)
-        opt = self.optimizer()
         n = cfg.num_envs * cfg.num_steps
         flat = jax.tree.map(lambda a: a.reshape((n,) + a.shape[2:]), (traj, adv, targets))
-
-        def epoch(carry, k):
-            def minibatch(carry, idx):
-                params, opt_state = carry
-                b, a, t = jax.tree.map(lambda x: x[idx], flat)
-                grads, aux = jax.grad(self.loss, has_aux=True)(params, b, a, t)
-                updates, opt_state = opt.update(grads, opt_state, params)
-                return (optax.apply_updates(params, updates), opt_state), aux
-
-            perm = jax.random.permutation(k, n).reshape(cfg.num_minibatches, cfg.minibatch_size)
-            return jax.lax.scan(minibatch, carry, perm)
-
-        (params, opt_state), aux = jax.lax.scan(
-            epoch, (runner.params, runner.opt_state), jax.random.split(k_perm, cfg.update_epochs)
-        )
+        (params, opt_state), aux = sgd_epochs(
+            lambda p, b: self.loss(p, *b), self.optimizer(), runner.params, runner.opt_state, flat, k_perm,
+            cfg.update_epochs, cfg.num_minibatches,
+        )  # fmt: skip
         update = runner.update + 1
         copy = update % cfg.target_interval == 0
         target = jax.tree.map(lambda new, old: jnp.where(copy, new, old), params, runner.target)

@@ -35,6 +35,25 @@ from jaxsched.nn.mlp import ACTIVATION_NAMES, ActorCritic
 MASKED_LOGIT = -1e9
 
 
+def check_schedule(cfg, prefix: str) -> None:
+    """Validate the rollout/update schedule fields a PPO-family config shares (`num_envs`, `num_steps`,
+    `total_updates`, `updates_per_chunk`, `update_epochs`, `num_minibatches`); errors name `prefix.field`."""
+    for name in ("num_envs", "num_steps", "total_updates", "updates_per_chunk", "update_epochs",
+                 "num_minibatches"):  # fmt: skip
+        if getattr(cfg, name) < 1:
+            raise ValueError(f"{prefix}.{name} must be >= 1, got {getattr(cfg, name)}")
+    if (cfg.num_envs * cfg.num_steps) % cfg.num_minibatches:
+        raise ValueError(
+            f"{prefix}.num_minibatches ({cfg.num_minibatches}) must divide num_envs × num_steps "
+            f"({cfg.num_envs} × {cfg.num_steps})"
+        )
+    if cfg.total_updates % cfg.updates_per_chunk:
+        raise ValueError(
+            f"{prefix}.updates_per_chunk ({cfg.updates_per_chunk}) must divide total_updates "
+            f"({cfg.total_updates})"
+        )
+
+
 @dataclass(frozen=True)
 class PPOConfig:
     """Static PPO settings (shapes, schedule, network). Numeric knobs that a sweep may vary have defaults
@@ -62,20 +81,7 @@ class PPOConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
-        for name in ("num_envs", "num_steps", "total_updates", "updates_per_chunk", "update_epochs",
-                     "num_minibatches"):  # fmt: skip
-            if getattr(self, name) < 1:
-                raise ValueError(f"ppo.{name} must be >= 1, got {getattr(self, name)}")
-        if (self.num_envs * self.num_steps) % self.num_minibatches:
-            raise ValueError(
-                f"ppo.num_minibatches ({self.num_minibatches}) must divide num_envs × num_steps "
-                f"({self.num_envs} × {self.num_steps})"
-            )
-        if self.total_updates % self.updates_per_chunk:
-            raise ValueError(
-                f"ppo.updates_per_chunk ({self.updates_per_chunk}) must divide total_updates "
-                f"({self.total_updates})"
-            )
+        check_schedule(self, "ppo")
         if not self.hidden or min(self.hidden) < 1:
             raise ValueError(
                 f"ppo.hidden must be a non-empty list of positive widths, got {list(self.hidden)}"
@@ -188,15 +194,36 @@ def masked_logits(logits: jnp.ndarray, mask: jnp.ndarray) -> jnp.ndarray:
 def gae(traj: Transition, gamma, lam) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Advantages and returns `[T, B]`. δ_t = r_t + γ·V(s'_t) − V(s_t), with V(s'_t) the value of the
     state the step reached (0 if terminal, the pre-reset state's value if truncated); traces stop at
-    episode ends."""
+    episode ends. `traj` is any pytree with `reward`, `value`, `next_value`, `done` `[T, B]`; `gamma` a
+    scalar or a per-step `[T, B]` discount."""
+    gammas = jnp.broadcast_to(jnp.asarray(gamma, traj.reward.dtype), traj.reward.shape)
 
-    def body(next_adv, t: Transition):
-        delta = t.reward + gamma * t.next_value - t.value
-        adv = delta + gamma * lam * (1.0 - t.done) * next_adv
+    def body(next_adv, x):
+        t, g = x
+        delta = t.reward + g * t.next_value - t.value
+        adv = delta + g * lam * (1.0 - t.done) * next_adv
         return adv, adv
 
-    _, adv = jax.lax.scan(body, jnp.zeros_like(traj.value[0]), traj, reverse=True)
+    _, adv = jax.lax.scan(body, jnp.zeros_like(traj.value[0]), (traj, gammas), reverse=True)
     return adv, adv + traj.value
+
+
+def sgd_epochs(loss, opt, params, opt_state, batch, key, epochs: int, num_minibatches: int):
+    """`epochs` passes of minibatch SGD over `batch` (a pytree of `[n, ...]` arrays, shuffled each epoch):
+    `loss(params, minibatch) -> (total, aux)`. Returns `((params, opt_state), aux [epochs, minibatches])`."""
+    n = jax.tree.leaves(batch)[0].shape[0]
+
+    def epoch(carry, k):
+        def minibatch(carry, idx):
+            params, opt_state = carry
+            grads, aux = jax.grad(loss, has_aux=True)(params, jax.tree.map(lambda x: x[idx], batch))
+            updates, opt_state = opt.update(grads, opt_state, params)
+            return (optax.apply_updates(params, updates), opt_state), aux
+
+        perm = jax.random.permutation(k, n).reshape(num_minibatches, n // num_minibatches)
+        return jax.lax.scan(minibatch, carry, perm)
+
+    return jax.lax.scan(epoch, (params, opt_state), jax.random.split(key, epochs))
 
 
 class PPO:
@@ -326,26 +353,12 @@ class PPO:
         key, k_roll, k_perm = jax.random.split(key, 3)
         runner, traj, log = self.rollout(runner, k_roll)
         adv, targets = gae(traj, hp.gamma, hp.gae_lambda)
-        opt = self.optimizer(hp)
         n = cfg.steps_per_update
         flat = jax.tree.map(lambda a: a.reshape((n,) + a.shape[2:]), (traj, adv, targets))
-
-        def epoch(carry, k):
-            params, opt_state = carry
-            perm = jax.random.permutation(k, n).reshape(cfg.num_minibatches, cfg.minibatch_size)
-
-            def minibatch(carry, idx):
-                params, opt_state = carry
-                b, a, t = jax.tree.map(lambda x: x[idx], flat)
-                grads, aux = jax.grad(self.loss, has_aux=True)(params, hp, b, a, t)
-                updates, opt_state = opt.update(grads, opt_state, params)
-                return (optax.apply_updates(params, updates), opt_state), aux
-
-            return jax.lax.scan(minibatch, (params, opt_state), perm)
-
-        (params, opt_state), aux = jax.lax.scan(
-            epoch, (runner.params, runner.opt_state), jax.random.split(k_perm, cfg.update_epochs)
-        )
+        (params, opt_state), aux = sgd_epochs(
+            lambda p, b: self.loss(p, hp, *b), self.optimizer(hp), runner.params, runner.opt_state, flat,
+            k_perm, cfg.update_epochs, cfg.num_minibatches,
+        )  # fmt: skip
         obs_stats = runner.obs_stats.update(log["raw_vec"]) if cfg.normalize_obs else runner.obs_stats
         runner = runner.replace(
             params=params,

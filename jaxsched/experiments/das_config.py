@@ -117,6 +117,8 @@ class DASConfig:
     eval: EvalSection = field(default_factory=EvalSection)
 
     def __post_init__(self):
+        if not self.name or "/" in self.name or self.name in (".", ".."):
+            raise ValueError(f"name must be a non-empty file name (no '/'), got '{self.name}'")
         if self.num_seeds < 1:
             raise ValueError(f"num_seeds must be >= 1, got {self.num_seeds}")
 

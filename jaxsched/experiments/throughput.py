@@ -68,6 +68,15 @@ def random_gpu_cloud_action(key, obs):
     return random_policy(None, obs, key)
 
 
+def _platform() -> dict:
+    """Where a record was measured."""
+    return {
+        "device": str(jax.devices()[0].device_kind),
+        "platform": jax.default_backend(),
+        "jax": jax.__version__,
+    }
+
+
 def _time(fn, *args, repeats: int) -> tuple[float, list[float]]:
     t0 = time.perf_counter()
     jax.block_until_ready(fn(*args))
@@ -133,9 +142,7 @@ def measure_env(
         "compile_s": compile_s,
         "reset_s": statistics.median(reset_times),
         "reset_compile_s": max(reset_first - statistics.median(reset_times), 0.0),
-        "device": str(jax.devices()[0].device_kind),
-        "platform": jax.default_backend(),
-        "jax": jax.__version__,
+        **_platform(),
     }
 
 
@@ -227,9 +234,7 @@ def measure_train(
         "updates_per_s": seeds * updates / run,
         "runs_s": times,
         "compile_s": max(first - run, 0.0),
-        "device": str(jax.devices()[0].device_kind),
-        "platform": jax.default_backend(),
-        "jax": jax.__version__,
+        **_platform(),
     }
 
 
@@ -300,7 +305,5 @@ def measure_mappo(
         "updates_per_s": seeds * updates / run,
         "runs_s": times,
         "compile_s": max(first - run, 0.0),
-        "device": str(jax.devices()[0].device_kind),
-        "platform": jax.default_backend(),
-        "jax": jax.__version__,
+        **_platform(),
     }
