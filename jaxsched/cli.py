@@ -1,7 +1,7 @@
 """Command line: `jaxsched train | eval | demo | hpc-table | bench`.
 
-`train CONFIG` trains the PPO agent of a YAML config (`configs/dbf/`) in chunks with checkpoints and
-`--resume`; `eval CONFIG --checkpoint RUN_DIR` evaluates it against heuristics on held-out episodes.
+`train CONFIG` trains the PPO agent of a YAML config (`configs/dbf/`), or each learned variant of a
+`kind: das` config (`configs/das/`, MAPPO), in chunks with checkpoints and `--resume`; `eval CONFIG --checkpoint RUN_DIR` evaluates it against heuristics on held-out episodes.
 
 `demo` (the README's main job) builds a Lublin-model workload on the device, runs the HPC env with the
 classic heuristics over held-out episodes and prints their metrics as a table.
@@ -14,7 +14,10 @@ import sys
 
 
 def _add_train(sub) -> None:
-    p = sub.add_parser("train", help="train the PPO agent of a YAML config (e.g. configs/dbf/quick.yaml)")
+    p = sub.add_parser(
+        "train",
+        help="train the agent(s) of a YAML config: PPO for configs/dbf/*, MAPPO variants for configs/das/*",
+    )
     p.add_argument("config", help="YAML run config")
     p.add_argument("--resume", action="store_true", help="continue the run from its last checkpoint")
     p.add_argument("--out-dir", default=None, help="override the config's out_dir")
@@ -47,6 +50,15 @@ def _config_with_overrides(args):
 
 
 def _run_train(args) -> int:
+    from jaxsched.experiments.das_config import is_das_config, load_das_config
+
+    if is_das_config(args.config):
+        from jaxsched.experiments.das_train import train_das_config
+
+        cfg = load_das_config(args.config, args.set)
+        changes = {k: v for k, v in (("out_dir", args.out_dir), ("name", args.name)) if v}
+        train_das_config(cfg.replace(**changes), resume=args.resume, progress=not args.quiet)
+        return 0
     from jaxsched.experiments.train import train_run
 
     train_run(_config_with_overrides(args), resume=args.resume, progress=not args.quiet)

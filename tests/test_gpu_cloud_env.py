@@ -935,3 +935,27 @@ def test_capped_forward_makes_the_same_decisions(policy):
         np.testing.assert_allclose(
             capped["metrics"][k][n_capped - 1], full["metrics"][k][n_full - 1], rtol=1e-6
         )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_jct_reward_sums_to_minus_average_jct(seed):
+    """With `reward="jct"` an episode's rewards sum to −(Σ JCT)/(60·E) = −avg JCT in minutes, jobs that
+    wait outside the (6-slot) pending list included — the reward is the JCT accrued, call by call."""
+    env, _ = runner(CFG)
+    params = random_params(env, np.random.default_rng(100 + seed), reward="jct")
+    _, _, outs = rollout(CFG, params, jax.random.PRNGKey(seed), POLICIES.index("random"))
+    end = int(np.argmax(outs["terminated"]))
+    assert outs["terminated"][end], "the episode must end within T_STEPS"
+    assert int(outs["info"]["finished"][: end + 1].sum()) == int(params.episode_jobs)
+    # Jobs did wait outside the full list at some point (the case the reward's window is for).
+    assert (outs["q_len"][: end + 1] == CFG.queue_capacity).any()
+    total = float(outs["reward"][: end + 1].astype(np.float64).sum())
+    avg_jct_min = float(outs["metrics"]["avg_jct_min"][end])
+    np.testing.assert_allclose(total, -avg_jct_min, rtol=1e-4)
+    assert (outs["reward"][: end + 1] <= 1e-6).all()  # time only accrues
+
+
+def test_unknown_reward_is_rejected():
+    env, _ = runner(CFG)
+    with pytest.raises(ValueError, match="reward must be one of"):
+        random_params(env, np.random.default_rng(0), reward="makespan")

@@ -66,7 +66,7 @@ def test_gae_does_not_discount_continuation_calls():
     np.testing.assert_allclose(np.asarray(ret), np.asarray(adv))
 
 
-@pytest.mark.parametrize("variant", ["da", "das"])
+@pytest.mark.parametrize("variant", ["da", "das", "dl2", "rifling"])
 def test_training_chunk_runs_and_moves_parameters(variant):
     m = setup(variant)
     runner = jax.jit(m.init)(jax.random.key(1))

@@ -1,7 +1,7 @@
 """The Dual-Agent Scheduler's actor (Xing et al., KDD'23, §4): ordering agent + placement agent.
 
     actor = DASActor(DASAgentConfig.preset("das"))
-    (prio_mu [N], prio_std [N], aff_mu [N, M], aff_std [N]) = actor.apply(params, obs, history)
+    policy = actor.apply(params, obs, history)   # DASPolicy: Gaussians over priorities [N], affinities [N, M]
 
 The ordering agent is `nn.das.OrderingEncoder` (Eq. 4–6) with the Gaussian priority head (Eq. 7–8). The
 placement agent is the Random Walk GP (`nn.rwgp.RWGPHead`, RWGP.md) over the last τ decisions, or, for the
@@ -11,6 +11,13 @@ they share parameters and the history's graphs are recomputed with the current p
 
 Ablations (Table 1): `da` (no message, MLP placement), `da_mc` (message, MLP), `da_rwgp` (no message,
 RWGP), `das` (message + RWGP).
+
+Learned baselines (§5.1.5, as the paper adapts them), trained by the same MAPPO code with the fixed half
+contributing nothing to the log-probability:
+  * `dl2`: DL² — a learned ordering agent (no cluster message) and FirstFit placement;
+  * `rifling`: RIFLING — FIFO ordering and a learned placement agent that decides per job group: k-means
+    on the visible jobs' resource features with k = √(N/2) (`nn.grouping`), one Gaussian affinity row per
+    group from the MLP head on the group's mean job embedding, shared by its members.
 
 Deviation: the RWGP head encodes machines with its own `W₂` (RWGP.md step 1) rather than sharing the
 ordering encoder's machine FFN; both are trained by the same optimiser.
@@ -22,18 +29,48 @@ from dataclasses import dataclass
 
 import flax.linen as nn
 import jax.numpy as jnp
+from flax import struct
 
 from jaxsched.envs.gpu_cloud import N_JOB_FEATURES, N_MACHINE_FEATURES, GPUCloudObs
 from jaxsched.nn.das import GaussianPriorityHead, MLPPlacementHead, OrderingEncoder
+from jaxsched.nn.grouping import kmeans_groups, rifling_k
 from jaxsched.nn.rwgp import RWGPHead, RWGPHistory
+from jaxsched.policies.gpu_cloud import fifo_priority, firstfit_affinity
 
 PRESETS = {
     "da": dict(message=False, placement="mlp"),
     "da_mc": dict(message=True, placement="mlp"),
     "da_rwgp": dict(message=False, placement="rwgp"),
     "das": dict(message=True, placement="rwgp"),
+    "dl2": dict(message=False, placement="firstfit"),
+    "rifling": dict(message=False, ordering="fifo", placement="grouped"),
 }
-PLACEMENTS = ("mlp", "rwgp")
+LABELS = {
+    "da": "DA",
+    "da_mc": "DA+MC",
+    "da_rwgp": "DA+RWGP",
+    "das": "DAS",
+    "dl2": "DL²",
+    "rifling": "RIFLING",
+}
+PLACEMENTS = ("mlp", "rwgp", "firstfit", "grouped")
+ORDERINGS = ("learned", "fifo")
+GROUP_FEATURES = slice(0, 4)  # k-means on C, cpu, gpu, mem (not the wait)
+
+
+@struct.dataclass
+class DASPolicy:
+    """One observation's action distribution: independent Gaussians. A fixed half (FIFO ordering,
+    FirstFit placement) has σ = 0 and is not part of the log-probability. Affinity noise is drawn per
+    placement group (`groups`; every job is its own group except for RIFLING) and a group's density is
+    counted once, at its first member (`place_mask`)."""
+
+    prio_mu: jnp.ndarray  # f32[N]
+    prio_std: jnp.ndarray  # f32[N]
+    aff_mu: jnp.ndarray  # f32[N, M]
+    aff_std: jnp.ndarray  # f32[N]
+    groups: jnp.ndarray  # i32[N] placement group of each slot
+    place_mask: jnp.ndarray  # bool[N] slots whose affinity row is a (group's) random variable
 
 
 @dataclass(frozen=True)
@@ -47,8 +84,13 @@ class DASAgentConfig:
     position: bool = True
     placement: str = "rwgp"
     prior_mean: str = "learned"  # RWGP prior mean: "learned" or "zero" (the paper)
+    ordering: str = "learned"  # or "fifo" (RIFLING)
 
     def __post_init__(self):
+        if self.ordering not in ORDERINGS:
+            raise ValueError(f"agent.ordering must be one of {', '.join(ORDERINGS)}, got {self.ordering!r}")
+        if self.ordering == "fifo" and self.placement == "firstfit":
+            raise ValueError("agent.ordering 'fifo' with agent.placement 'firstfit' leaves nothing to learn")
         if self.placement not in PLACEMENTS:
             raise ValueError(
                 f"agent.placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}"
@@ -60,6 +102,14 @@ class DASAgentConfig:
                 raise ValueError(f"agent.{name} must be >= 1, got {getattr(self, name)}")
         if self.hidden % self.heads:
             raise ValueError(f"agent.hidden ({self.hidden}) must be a multiple of agent.heads ({self.heads})")
+
+    @property
+    def learns_ordering(self) -> bool:
+        return self.ordering == "learned"
+
+    @property
+    def learns_placement(self) -> bool:
+        return self.placement != "firstfit"
 
     @classmethod
     def preset(cls, name: str, **overrides) -> DASAgentConfig:
@@ -74,13 +124,12 @@ def empty_history(cfg: DASAgentConfig, n_slots: int, n_machines: int) -> RWGPHis
 
 
 class DASActor(nn.Module):
-    """`(obs: GPUCloudObs, history: RWGPHistory) -> (prio_mu [N], prio_std [N], aff_mu [N, M], aff_std [N])`
-    for one environment (vmap for batches)."""
+    """`(obs: GPUCloudObs, history: RWGPHistory) -> DASPolicy` for one environment (vmap for batches)."""
 
     config: DASAgentConfig
 
     @nn.compact
-    def __call__(self, obs: GPUCloudObs, history: RWGPHistory):
+    def __call__(self, obs: GPUCloudObs, history: RWGPHistory) -> DASPolicy:
         cfg = self.config
         encoder = nn.vmap(
             OrderingEncoder,
@@ -89,21 +138,39 @@ class DASActor(nn.Module):
             in_axes=0,
         )(cfg.hidden, cfg.heads, cfg.message, cfg.position, name="ordering")
         rwgp = cfg.placement == "rwgp"
+        mask = obs.job_mask
+        n = mask.shape[0]
         # The current observation first, then (RWGP only) the history's, through one shared encoder.
-        jobs, mask, machines = obs.jobs[None], obs.job_mask[None], obs.machines[None]
+        jobs, masks, machines = obs.jobs[None], mask[None], obs.machines[None]
         if rwgp:
             jobs = jnp.concatenate([jobs, history.job_obs])
-            mask = jnp.concatenate([mask, history.job_mask])
+            masks = jnp.concatenate([masks, history.job_mask])
             machines = jnp.concatenate([machines, history.mach_obs])
-        job_emb, mach_emb = encoder(jobs, mask, machines)
-        prio_mu, prio_std = GaussianPriorityHead(name="priority")(job_emb[0])
+        job_emb, mach_emb = encoder(jobs, masks, machines)
+
+        if cfg.learns_ordering:
+            prio_mu, prio_std = GaussianPriorityHead(name="priority")(job_emb[0])
+        else:
+            prio_mu, prio_std = fifo_priority(obs), jnp.zeros((n,), jnp.float32)
+
+        groups, place_mask = jnp.arange(n, dtype=jnp.int32), mask
         if rwgp:
             head = RWGPHead(hidden=cfg.hidden, tau=cfg.tau, prior_mean=cfg.prior_mean, name="rwgp")
             aff_mu, aff_var = head(
-                job_emb[0], obs.machines, obs.job_mask, job_emb[1:], history.mach_obs, history.job_mask,
+                job_emb[0], obs.machines, mask, job_emb[1:], history.mach_obs, history.job_mask,
                 history.affinity, history.valid,
             )  # fmt: skip
             aff_std = jnp.sqrt(aff_var)
-        else:
+        elif cfg.placement == "mlp":
             aff_mu, aff_std = MLPPlacementHead(cfg.hidden, name="placement")(job_emb[0], mach_emb[0])
-        return prio_mu, prio_std, aff_mu, aff_std
+        elif cfg.placement == "grouped":
+            k = rifling_k(n)
+            groups, place_mask = kmeans_groups(obs.jobs[:, GROUP_FEATURES], mask, k)
+            member = (groups[None, :] == jnp.arange(k)[:, None]) & mask[None, :]  # [k, N]
+            group_emb = (member @ job_emb[0]) / jnp.maximum(member.sum(axis=1), 1)[:, None]  # [k, e]
+            g_mu, g_std = MLPPlacementHead(cfg.hidden, name="placement")(group_emb, mach_emb[0])
+            aff_mu, aff_std = g_mu[groups], g_std[groups]
+        else:  # firstfit
+            aff_mu, aff_std = firstfit_affinity(obs), jnp.zeros((n,), jnp.float32)
+            place_mask = jnp.zeros_like(mask)
+        return DASPolicy(prio_mu, prio_std, aff_mu, aff_std, groups, place_mask)

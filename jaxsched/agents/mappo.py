@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxsched.agents.das import DASActor, DASAgentConfig, empty_history
+from jaxsched.agents.das import DASActor, DASAgentConfig, DASPolicy, empty_history
 from jaxsched.agents.ppo import check_schedule, sgd_epochs
 from jaxsched.agents.ppo import gae as ppo_gae
 from jaxsched.core.wrappers import LogWrapper, masked_mean
@@ -122,28 +122,49 @@ class MAPPO:
 
     # ---- pieces ----------------------------------------------------------------------------------
     def optimizer(self) -> optax.GradientTransformation:
+        """Adam with the gradient norm clipped per network: one global clip would let the critic's
+        gradient (which grows with the return's scale) shrink the actors' steps."""
         cfg = self.config
-        return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.lr, eps=1e-5))
+        one = lambda: optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.lr, eps=1e-5))  # noqa: E731
+        return optax.multi_transform(
+            {"actor": one(), "critic": one()},
+            lambda params: {k: jax.tree.map(lambda _, k=k: k, v) for k, v in params.items()},
+        )
 
     def _history0(self):
         c = self.base_env.config
         return empty_history(self.config.agent, c.n_slots, c.n_machines)
 
-    def distribution(self, actor_params, obs: GPUCloudObs, history: RWGPHistory):
-        """`(prio_mu, prio_std, aff_mu, aff_std)` for one env."""
+    def distribution(self, actor_params, obs: GPUCloudObs, history: RWGPHistory) -> DASPolicy:
+        """Both agents' Gaussians for one env."""
         return self.actor.apply(actor_params, obs, history)
 
+    def _log_prob(self, pol: DASPolicy, obs: GPUCloudObs, priority, affinity):
+        """Joint log-density of the learned halves: priorities of the valid slots, affinity rows of the
+        placement groups (each once)."""
+        agent = self.config.agent
+        lp = jnp.float32(0.0)
+        if agent.learns_ordering:
+            lp += masked_normal_log_prob(pol.prio_mu, pol.prio_std, priority, obs.job_mask)
+        if agent.learns_placement:
+            lp += masked_normal_log_prob(pol.aff_mu, pol.aff_std, affinity, pol.place_mask)
+        return lp
+
     def log_prob_entropy(self, actor_params, obs, history, priority, affinity):
-        """Joint log-prob of (priority, affinity) over the valid job slots, and the entropy *per action
-        dimension* (mean over the valid slots' 1 + M Gaussians), for one env. Per dimension, so that the
-        entropy weight (App. D: 0.03) does not scale with the number of visible jobs and machines."""
-        pm, ps, am, as_ = self.distribution(actor_params, obs, history)
-        lp = masked_normal_log_prob(pm, ps, priority, obs.job_mask) + masked_normal_log_prob(
-            am, as_, affinity, obs.job_mask
-        )
-        ent = masked_normal_entropy(pm, ps, obs.job_mask) + masked_normal_entropy(am, as_, obs.job_mask)
-        dims = obs.job_mask.sum() * (1 + am.shape[-1])
-        return lp, ent / jnp.maximum(dims, 1)
+        """Joint log-prob of (priority, affinity), and the entropy *per action dimension* (mean over the
+        learned Gaussians: 1 per valid slot for the ordering, M per placement group), for one env. Per
+        dimension, so that the entropy weight does not scale with the number of visible jobs and
+        machines."""
+        agent = self.config.agent
+        pol = self.distribution(actor_params, obs, history)
+        ent, dims = jnp.float32(0.0), jnp.float32(0.0)
+        if agent.learns_ordering:
+            ent += masked_normal_entropy(pol.prio_mu, pol.prio_std, obs.job_mask)
+            dims += obs.job_mask.sum()
+        if agent.learns_placement:
+            ent += masked_normal_entropy(pol.aff_mu, pol.aff_std, pol.place_mask)
+            dims += pol.place_mask.sum() * pol.aff_mu.shape[-1]
+        return self._log_prob(pol, obs, priority, affinity), ent / jnp.maximum(dims, 1)
 
     # ---- public API ------------------------------------------------------------------------------
     def init(self, key: jax.Array) -> MAPPORunner:
@@ -169,18 +190,15 @@ class MAPPO:
         )
 
     def act(self, actor_params, obs, history, key, greedy: bool = False):
-        """Sample (or take the means of) both actions for one env: `(GPUCloudAction, log_prob)`."""
-        pm, ps, am, as_ = self.distribution(actor_params, obs, history)
-        k1, k2 = jax.random.split(key)
-        if greedy:
-            prio, aff = pm, am
-        else:
-            prio = pm + ps * jax.random.normal(k1, pm.shape)
-            aff = am + as_[:, None] * jax.random.normal(k2, am.shape)
-        lp = masked_normal_log_prob(pm, ps, prio, obs.job_mask) + masked_normal_log_prob(
-            am, as_, aff, obs.job_mask
-        )
-        return GPUCloudAction(priority=prio, affinity=aff), lp
+        """Sample (or take the means of) both actions for one env: `(GPUCloudAction, log_prob)`. A fixed
+        half (σ = 0) is its heuristic's action; affinity noise is shared within a placement group."""
+        pol = self.distribution(actor_params, obs, history)
+        prio, aff = pol.prio_mu, pol.aff_mu
+        if not greedy:
+            k1, k2 = jax.random.split(key)
+            prio = prio + pol.prio_std * jax.random.normal(k1, prio.shape)
+            aff = aff + pol.aff_std[:, None] * jax.random.normal(k2, aff.shape)[pol.groups]
+        return GPUCloudAction(priority=prio, affinity=aff), self._log_prob(pol, obs, prio, aff)
 
     @staticmethod
     def advance_history(history: RWGPHistory, obs: GPUCloudObs, affinity, decision, done) -> RWGPHistory:
@@ -235,7 +253,9 @@ class MAPPO:
         mean_adv = (adv * d).sum() / n
         std_adv = jnp.sqrt((((adv - mean_adv) * d) ** 2).sum() / n) + 1e-8
         norm_adv = (adv - mean_adv) / std_adv
-        ratio = jnp.exp(jnp.where(batch.decision, lp - batch.log_prob, 0.0))
+        # The log-ratio is bounded so that a sample far in a narrow Gaussian's tail cannot overflow exp
+        # (the clipped surrogate ignores such ratios anyway).
+        ratio = jnp.exp(jnp.clip(jnp.where(batch.decision, lp - batch.log_prob, 0.0), -20.0, 20.0))
         surrogate = jnp.minimum(
             ratio * norm_adv, jnp.clip(ratio, 1 - cfg.clip_eps, 1 + cfg.clip_eps) * norm_adv
         )

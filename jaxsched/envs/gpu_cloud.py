@@ -41,6 +41,8 @@ N_MACHINE_FEATURES = 5  # free cpu, gpu, mem, bandwidth (fractions of capacity),
 N_RES = 3  # gpu, cpu, mem
 INF = jnp.float32(jnp.inf)
 ARRIVAL_BLOCK = 8  # arrivals one forward-loop iteration may admit
+OUTSIDE_WINDOW = 256  # arrived jobs waiting outside a full pending list that the JCT reward counts
+REWARDS = ("eq3", "jct")  # the paper's Eq. 3, or minus the job-minutes accrued (docs/gpu_cloud.md)
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ class GPUCloudParams:
     load_scale: jnp.ndarray  # f32 arrival-rate multiplier (App. E: 0.5 / 1 / 2)
     c_norm: jnp.ndarray  # f32 instance-count normaliser of the job features
     wait_norm: jnp.ndarray  # f32 waiting-time normaliser (s)
+    reward_jct: jnp.ndarray  # f32 1: reward = −job-minutes accrued / E (sums to −avg JCT); 0: Eq. 3
 
 
 @struct.dataclass
@@ -197,12 +200,13 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
         load_scale: float = 1.0,
         c_norm: float = 8.0,
         wait_norm: float = 3600.0,
+        reward: str = "eq3",
     ) -> GPUCloudParams:
         """Validate `bank` against the cluster (errors name the job and field) and build params.
 
         `machine`: capacities of each (identical) machine, default the V100 spec; `perf`: `[M]`
         performance factors (default all 1.0; `heterogeneous_perf` draws calibrated ones); `starts`:
-        episode start indices (default every admissible start)."""
+        episode start indices (default every admissible start); `reward`: one of `REWARDS`."""
         from jaxsched.workloads.ddl import FLUCT_STD, V100_MACHINE
 
         m = self.config.n_machines
@@ -244,6 +248,9 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
             positive = name in ("jct_unit", "load_scale", "c_norm", "wait_norm", "price")
             if not np.isfinite(v) or v < 0 or (positive and v == 0):
                 raise ValueError(f"{name} must be finite and {'> 0' if positive else '>= 0'}, got {v}")
+        if reward not in REWARDS:
+            raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
+        knobs["reward_jct"] = float(reward == "jct")
         if max_steps is None:
             max_steps = 50 * episode_jobs
         f32 = lambda v: jnp.asarray(v, jnp.float32)  # noqa: E731
@@ -280,6 +287,17 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
         """Arrival time (s, from the episode's first arrival) of bank job `job`."""
         sub = params.bank.submit
         return (sub[jnp.maximum(job, 0)] - sub[first]).astype(jnp.float32) / params.load_scale
+
+    def _age(self, state: GPUCloudState, params: GPUCloudParams) -> jax.Array:
+        """Σ (t − arrival) (s) over the episode's jobs in the system at `state.t`: running, pending, and
+        arrived but waiting outside a full pending list (the first `OUTSIDE_WINDOW` of those)."""
+        running = jnp.where(state.run_job >= 0, state.t - state.run_arrival, 0.0).sum()
+        q_job = state.q_rows[:, 0]
+        pending = jnp.where(q_job >= 0, state.t - self._arrival(params, state.first, q_job), 0.0).sum()
+        idx = state.next_job + jnp.arange(OUTSIDE_WINDOW)
+        arrival = self._arrival(params, state.first, jnp.minimum(idx, params.bank.submit.shape[0] - 1))
+        outside = jnp.where((idx < state.end_job) & (arrival <= state.t), state.t - arrival, 0.0).sum()
+        return running + pending + outside
 
     def _update_speeds(self, state: GPUCloudState, params: GPUCloudParams, enabled=True) -> GPUCloudState:
         """A speed update when `enabled`: new φ draw, speeds of every running job, NIC loads."""
@@ -566,6 +584,7 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
 
     def step_env(self, key: jax.Array, state: GPUCloudState, action: GPUCloudAction, params: GPUCloudParams):
         cfg = self.config
+        age_before = self._age(state, params)
         # A call that continues an unfinished forward decides nothing: no job is visible to the round.
         decision = ~state.forwarding
         state = state.replace(view=jnp.where(decision, state.view, -1))
@@ -588,9 +607,16 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
         fail_gpus = jnp.where(
             failed, (params.bank.n_inst[sj] * params.bank.gpu[sj]).astype(jnp.float32) / 100.0, 0.0
         )
-        acc_term = state.acc_term + fin_term - params.alpha * fail_gpus.sum()
+        eq3_term = fin_term - params.alpha * fail_gpus.sum()
+        # The JCT reward: job-seconds accrued in this call (ages of the jobs in the system, plus whole
+        # JCTs of the jobs that finished), so an episode's rewards sum to −(Σ JCT) / (jct_unit · E).
+        accrued = self._age(state, params) - age_before + jnp.where(done, fin_jct, 0.0).sum()
+        jct_term = -accrued / (params.jct_unit * params.episode_jobs.astype(jnp.float32))
+        use_jct = params.reward_jct > 0
+        acc_term = state.acc_term + jnp.where(use_jct, jct_term, eq3_term)
         acc_events = state.acc_events + done.sum() + failed.sum()
-        reward = jnp.where(pending, 0.0, acc_term / jnp.maximum(acc_events, 1).astype(jnp.float32))
+        eq3 = acc_term / jnp.maximum(acc_events, 1).astype(jnp.float32)
+        reward = jnp.where(pending, 0.0, jnp.where(use_jct, acc_term, eq3))
         state = state.replace(
             failed=state.failed + failed.sum(),
             view=self._view(key, state.q_len),

@@ -10,10 +10,14 @@ A DAS config says `kind: das` and has these sections (every field optional; defa
     cluster:  {size: small | medium | large, n_machines, perf_cv, fluct_std, perf_seed,
                kappa_net, kappa_cpu, kappa_spread}
     env:      {n_slots, queue_capacity, max_running, max_forward_events, episode_jobs, load_scale, max_steps,
-               alpha, price}
+               alpha, price, reward}
     workload: {source: pai_like | pai, n_jobs, train_frac, bank_seed, mean_interarrival_s,
                job_csv, task_csv, group_tag_csv}
     eval:     {seed, episodes, policies}
+    agent:    {variants: [das, da, da_mc, da_rwgp, dl2, rifling], hidden, heads, tau, prior_mean}
+    mappo:    {num_envs, num_steps, total_updates, updates_per_chunk, update_epochs, num_minibatches,
+               critic_hidden, lr, gamma, gae_lambda, clip_eps, ent_coef, vf_coef, max_grad_norm,
+               target_interval}   (MAPPOConfig's fields; `jaxsched train` trains each variant in turn)
 
 `build_das(cfg)` makes the env and the training / held-out test params: the first `n_jobs` jobs by
 submission (paper §5.1.2: 20,000), jobs too large for the cluster dropped, the first `train_frac` (8:2)
@@ -31,7 +35,16 @@ from typing import Any
 
 import yaml
 
-from jaxsched.experiments.config import _coerce, _section, _unknown, apply_overrides, resolve_path
+from jaxsched.agents.das import PRESETS, DASAgentConfig
+from jaxsched.agents.mappo import MAPPOConfig
+from jaxsched.experiments.config import (
+    _coerce,
+    _section,
+    _to_plain,
+    _unknown,
+    apply_overrides,
+    resolve_path,
+)
 from jaxsched.policies.gpu_cloud import HEURISTICS, LABELS
 
 KIND = "das"
@@ -70,6 +83,13 @@ class EnvSection:
     max_steps: int | None = None
     alpha: float = 0.1
     price: float = 2.84
+    reward: str = "eq3"  # "eq3" (the paper's) or "jct" (minus job-minutes accrued; see docs/gpu_cloud.md)
+
+    def __post_init__(self):
+        from jaxsched.envs.gpu_cloud import REWARDS
+
+        if self.reward not in REWARDS:
+            raise ValueError(f"env.reward must be one of {', '.join(REWARDS)}, got {self.reward!r}")
 
 
 @dataclass(frozen=True)
@@ -105,6 +125,35 @@ class EvalSection:
 
 
 @dataclass(frozen=True)
+class AgentSection:
+    """Which learned schedulers to train (`agents.das.PRESETS`) and their network sizes (paper §5.1.3)."""
+
+    variants: tuple[str, ...] = ("das",)
+    hidden: int = 64
+    heads: int = 4
+    tau: int = 8
+    prior_mean: str = "learned"
+
+    def __post_init__(self):
+        if not self.variants:
+            raise ValueError("agent.variants must name at least one variant")
+        for v in self.variants:
+            if v not in PRESETS:
+                raise ValueError(f"agent.variants: unknown variant {v!r} (choose from {', '.join(PRESETS)})")
+        if len(set(self.variants)) != len(self.variants):
+            raise ValueError(f"agent.variants has a repeated variant: {list(self.variants)}")
+        try:
+            self.agent_config(self.variants[0])
+        except ValueError as e:
+            raise ValueError(str(e)) from None
+
+    def agent_config(self, variant: str) -> DASAgentConfig:
+        return DASAgentConfig.preset(
+            variant, hidden=self.hidden, heads=self.heads, tau=self.tau, prior_mean=self.prior_mean
+        )
+
+
+@dataclass(frozen=True)
 class DASConfig:
     kind: str = KIND
     name: str = "das"
@@ -115,6 +164,8 @@ class DASConfig:
     env: EnvSection = field(default_factory=EnvSection)
     workload: WorkloadSection = field(default_factory=WorkloadSection)
     eval: EvalSection = field(default_factory=EvalSection)
+    agent: AgentSection = field(default_factory=AgentSection)
+    mappo: MAPPOConfig = field(default_factory=MAPPOConfig)  # its `agent` field is set per variant
 
     def __post_init__(self):
         if not self.name or "/" in self.name or self.name in (".", ".."):
@@ -129,8 +180,24 @@ class DASConfig:
     def replace(self, **kw) -> DASConfig:
         return dataclasses.replace(self, **kw)
 
+    def mappo_config(self, variant: str) -> MAPPOConfig:
+        return dataclasses.replace(self.mappo, agent=self.agent.agent_config(variant))
 
-_SECTIONS = {"cluster": ClusterSection, "env": EnvSection, "workload": WorkloadSection, "eval": EvalSection}
+    def to_dict(self) -> dict:
+        """Plain YAML-able mapping that `das_config_from_dict` reads back to an equal config."""
+        d = _to_plain(self)
+        del d["mappo"]["agent"]
+        return d
+
+
+_SECTIONS = {
+    "cluster": ClusterSection,
+    "env": EnvSection,
+    "workload": WorkloadSection,
+    "eval": EvalSection,
+    "agent": AgentSection,
+    "mappo": MAPPOConfig,
+}
 
 
 def is_das_config(path: str | Path) -> bool:
@@ -169,7 +236,10 @@ def _from_dict(d, source) -> DASConfig:
     if "name" not in kwargs and source is not None:
         kwargs["name"] = Path(source).stem
     for key, cls in _SECTIONS.items():
-        kwargs[key] = _section(f"{key}.", cls, d.get(key))
+        section = d.get(key)
+        if key == "mappo" and isinstance(section, dict) and "agent" in section:
+            raise ValueError("mappo.agent is not a setting: the networks are set in the agent section")
+        kwargs[key] = _section(f"{key}.", cls, section)
     w = kwargs["workload"]
     paths = {
         k: resolve_path(getattr(w, k), source)
@@ -253,6 +323,7 @@ def build_das(cfg: DASConfig):
         price=e.price,
         alpha=e.alpha,
         load_scale=e.load_scale,
+        reward=e.reward,
     )
     test_starts = episode_starts(test.num_jobs, e.episode_jobs, stride=e.episode_jobs)
     train_params = env.make_params(train, **kw)

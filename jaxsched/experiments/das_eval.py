@@ -65,7 +65,17 @@ def evaluate_on_episodes(env, params, policies: dict, starts, keys) -> dict[str,
 
 def _stats(v: np.ndarray) -> dict:
     v = np.asarray(v, np.float64)  # [S, E]
-    return {"mean": float(v.mean()), "std": float(v.std()), "per_seed": [float(x) for x in v.mean(axis=1)]}
+    return {
+        "mean": float(v.mean()),
+        "std": float(v.std()),
+        "per_seed": [float(x) for x in v.mean(axis=1)],
+        "values": v.tolist(),  # [seed][episode], for paired tests
+    }
+
+
+def per_episode_results(per: dict[str, np.ndarray]) -> dict:
+    """`{metric: [S, E]}` → `{metric: {mean, std, per_seed, values}}` (one policy's JSON record)."""
+    return {k: _stats(v) for k, v in per.items()}
 
 
 def eval_heuristics(cfg: DASConfig, episodes: int | None = None, json_path=None) -> dict:
@@ -81,7 +91,7 @@ def eval_heuristics(cfg: DASConfig, episodes: int | None = None, json_path=None)
     keys = seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts))
     policies = {p: make_heuristic(p) for p in cfg.eval.policies}
     per = evaluate_on_episodes(env, test_params, policies, starts, keys)
-    results = {name: {k: _stats(v) for k, v in m.items()} for name, m in per.items()}
+    results = {name: per_episode_results(m) for name, m in per.items()}
     wall = time.perf_counter() - t0
 
     c, e = cfg.cluster, cfg.env

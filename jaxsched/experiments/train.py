@@ -75,7 +75,12 @@ def checkpoint_manager(run_dir: Path, read_only: bool = False) -> ocp.Checkpoint
 def abstract_runner(cfg: RunConfig, env, env_params):
     """Shapes, dtypes and shardings of the vmapped `RunnerState` (a restore template; nothing runs)."""
     init, _ = programs(cfg.ppo, env)
-    shapes = jax.eval_shape(init, seed_keys(cfg), env_params)
+    return abstract_state(init, seed_keys(cfg), env_params)
+
+
+def abstract_state(init, keys, env_params):
+    """The pytree `init(keys, env_params)` would return, as placed shape structs (nothing runs)."""
+    shapes = jax.eval_shape(init, keys, env_params)
     sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
     return jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), shapes)
 
@@ -122,13 +127,19 @@ def _chunk_records(metrics: dict, steps_per_update: int, wall_s: float) -> list[
     return records
 
 
-def _summary(records: list[dict]) -> tuple[float, float]:
-    """Episode return and avg wait over the chunk, weighted by finished episodes (nan if none)."""
+def weighted_episode_mean(records: list[dict], key: str) -> float:
+    """Mean of an episode metric over records, weighted by the episodes each finished (nan if none)."""
     eps = np.array([r["episodes"] for r in records], np.float64)
     if eps.sum() == 0:
-        return float("nan"), float("nan")
-    mean = lambda k: float((np.array([r[k] for r in records]) * eps).sum() / eps.sum())
-    return mean("episode_return"), mean("avg_wait")
+        return float("nan")
+    return float((np.array([r[key] for r in records], np.float64) * eps).sum() / eps.sum())
+
+
+def _dbf_summary(records: list[dict]) -> str:
+    ret = weighted_episode_mean(records, "episode_return")
+    if not np.isfinite(ret):
+        return "no episode finished yet"
+    return f"return {ret:.2f}  avg wait {weighted_episode_mean(records, 'avg_wait'):,.0f} s"
 
 
 def _check_resumable(cfg: RunConfig, run_dir: Path) -> None:
@@ -174,37 +185,50 @@ def _progress(enabled: bool):
     )
 
 
-def train_run(
-    cfg: RunConfig, resume: bool = False, progress: bool = True, stop_after_chunks: int | None = None
-) -> Path:
-    """Train `cfg` (see the module docstring); returns the run directory. `stop_after_chunks` stops as
-    if killed after that many chunks (metrics and checkpoint written, no plot)."""
-    run_dir = cfg.run_dir
-    mngr = checkpoint_manager(run_dir) if (run_dir / CHECKPOINT_DIR).exists() else None
-    latest = mngr.latest_step() if mngr is not None else None
+def check_no_run(run_dir: Path, resume: bool) -> int | None:
+    """The update of `run_dir`'s last checkpoint (None if none); an error if there is one and not
+    `resume`."""
+    if not (run_dir / CHECKPOINT_DIR).exists():
+        return None
+    mngr = checkpoint_manager(run_dir, read_only=True)
+    latest = mngr.latest_step()
+    mngr.close()
     if latest is not None and not resume:
         raise ValueError(
             f"{run_dir} already holds a run (checkpoint at update {latest}); pass --resume to continue "
             "it, or choose another name (--name) or out_dir (--out-dir)"
         )
-    if latest is not None:
-        _check_resumable(cfg, run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    dump_config(cfg, run_dir / CONFIG_FILE, header="# resolved config written by `jaxsched train`\n")
-    say = print if progress else (lambda *a, **k: None)
+    return latest
 
-    t_build = time.perf_counter()
-    env, train_params, _, ppo_cfg = build_run(cfg)
-    init, chunk = programs(ppo_cfg, env)
+
+def train_chunks(
+    run_dir: Path, name: str, init, chunk, keys, train_params, *, total: int, per_chunk: int,
+    steps_per_update: int, summary, resume: bool, check_resumable=None, progress: bool = True,
+    stop_after_chunks: int | None = None, t_build: float | None = None,
+) -> list[dict] | None:  # fmt: skip
+    """The chunk loop shared by every trainer: start (or, with `resume`, restore the last checkpoint of
+    `run_dir`), run jitted `chunk(runner, train_params)` calls of `per_chunk` updates until `total`,
+    appending per-update records to `metrics.jsonl` and checkpointing the runner after each. `init(keys,
+    train_params)` builds the vmapped runner; `summary(records) -> str` labels the progress bar;
+    `check_resumable()` vets the config before a resume. Returns every record, or None when stopped by
+    `stop_after_chunks` before `total`."""
+    latest = check_no_run(run_dir, resume)
+    mngr = checkpoint_manager(run_dir) if latest is not None else None
+    if latest is not None and check_resumable is not None:
+        check_resumable()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    say = print if progress else (lambda *a, **k: None)
+    t_build = time.perf_counter() if t_build is None else t_build
     metrics_path = run_dir / METRICS_FILE
+    num_seeds = int(keys.shape[0])
     if latest is None:
         # Committed like a restored state, so a fresh and a resumed run share one compiled program.
-        runner = jax.device_put(init(seed_keys(cfg), train_params), jax.devices()[0])
+        runner = jax.device_put(init(keys, train_params), jax.devices()[0])
         records: list[dict] = []
         if resume:
             say(f"no checkpoint in {run_dir}: starting from scratch")
     else:
-        runner = restore_runner(mngr, latest, abstract_runner(cfg, env, train_params))
+        runner = restore_runner(mngr, latest, abstract_state(init, keys, train_params))
         records = [r for r in _read_records(metrics_path) if r["update"] <= latest]
         say(f"resuming {run_dir} from the checkpoint at update {latest}")
     metrics_path.write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -212,50 +236,70 @@ def train_run(
         mngr = checkpoint_manager(run_dir)
 
     done = int(np.asarray(runner.update)[0])
-    total, per_chunk = ppo_cfg.total_updates, ppo_cfg.updates_per_chunk
     if done % per_chunk or done > total:
         raise ValueError(
-            f"the checkpoint at update {done} does not fit ppo.total_updates={total} in chunks of "
-            f"ppo.updates_per_chunk={per_chunk}"
+            f"the checkpoint at update {done} does not fit total_updates={total} in chunks of "
+            f"updates_per_chunk={per_chunk}"
         )
     wall0 = records[-1]["wall_s"] if records else 0.0
     if done < total:
         compiled = chunk.lower(runner, train_params).compile()
         say(
-            f"{cfg.name}: {cfg.num_seeds} seed(s) × {ppo_cfg.steps_per_update:,} env steps per update; "
+            f"{name}: {num_seeds} seed(s) × {steps_per_update:,} env steps per update; "
             f"built and compiled in {time.perf_counter() - t_build:.1f} s"
         )
     t0 = time.perf_counter()
     chunks = 0
     with _progress(progress) as bar:
-        task = bar.add_task(cfg.name, total=total, completed=done, info="")
+        task = bar.add_task(name, total=total, completed=done, info="")
         while done < total:
             t_chunk = time.perf_counter()
             runner, metrics = compiled(runner, train_params)
-            new = _chunk_records(metrics, ppo_cfg.steps_per_update, wall0 + time.perf_counter() - t0)
-            rate = per_chunk * ppo_cfg.steps_per_update * cfg.num_seeds / (time.perf_counter() - t_chunk)
+            new = _chunk_records(metrics, steps_per_update, wall0 + time.perf_counter() - t0)
+            rate = per_chunk * steps_per_update * num_seeds / (time.perf_counter() - t_chunk)
             with metrics_path.open("a") as f:
                 f.writelines(json.dumps(r) + "\n" for r in new)
             records += new
             done = new[-1]["update"]
             mngr.save(done, args=ocp.args.StandardSave(runner))
             mngr.wait_until_finished()
-            ret, wait = _summary(new)
-            info = f"{rate:,.0f} env steps/s  " + (
-                f"return {ret:.2f}  avg wait {wait:,.0f} s" if np.isfinite(ret) else "no episode finished yet"
-            )
-            bar.update(task, completed=done, info=info)
+            bar.update(task, completed=done, info=f"{rate:,.0f} env steps/s  {summary(new)}")
             chunks += 1
             if stop_after_chunks is not None and chunks >= stop_after_chunks and done < total:
                 mngr.close()
-                return run_dir
+                return None
     mngr.close()
+    return records
 
+
+def train_run(
+    cfg: RunConfig, resume: bool = False, progress: bool = True, stop_after_chunks: int | None = None
+) -> Path:
+    """Train `cfg` (see the module docstring); returns the run directory. `stop_after_chunks` stops as
+    if killed after that many chunks (metrics and checkpoint written, no plot)."""
+    run_dir = cfg.run_dir
+    t_build = time.perf_counter()
+    env, train_params, _, ppo_cfg = build_run(cfg)
+    init, chunk = programs(ppo_cfg, env)
+    if check_no_run(run_dir, resume) is not None:
+        _check_resumable(cfg, run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    dump_config(cfg, run_dir / CONFIG_FILE, header="# resolved config written by `jaxsched train`\n")
+    records = train_chunks(
+        run_dir, cfg.name, init, chunk, seed_keys(cfg), train_params, total=ppo_cfg.total_updates,
+        per_chunk=ppo_cfg.updates_per_chunk, steps_per_update=ppo_cfg.steps_per_update,
+        summary=_dbf_summary, resume=resume, progress=progress, stop_after_chunks=stop_after_chunks,
+        t_build=t_build,
+    )  # fmt: skip
+    if records is None:
+        return run_dir
     from jaxsched.experiments.plots import plot_learning_curves
 
+    say = print if progress else (lambda *a, **k: None)
     curve = run_dir / CURVE_FILE
     plot_learning_curves(records, curve, title=f"{cfg.name}: {cfg.num_seeds} seeds (mean ± std)")
-    say(f"metrics:        {metrics_path}")
-    say(f"checkpoint:     {run_dir / CHECKPOINT_DIR / str(done)} (final parameters, update {done})")
+    say(f"metrics:        {run_dir / METRICS_FILE}")
+    say(f"checkpoint:     {run_dir / CHECKPOINT_DIR / str(records[-1]['update'])} (final parameters, "
+        f"update {records[-1]['update']})")  # fmt: skip
     say(f"learning curve: {curve}")
     return run_dir

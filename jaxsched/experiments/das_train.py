@@ -1,0 +1,199 @@
+"""Chunked MAPPO training of a DAS config, one run per learned variant, then a greedy evaluation on the
+held-out test episodes.
+
+    jaxsched train configs/das/small.yaml            # every variant of agent.variants, in turn
+    train_das(cfg, "das")                            # one variant → out_dir/name/das/
+
+A variant's run directory holds `config.yaml` (the resolved config), `metrics.jsonl` (one line per update,
+one value per seed), `checkpoints/` (the vmapped MAPPO runner after each chunk; `--resume` continues
+from the last, as for DBF runs), `learning_curve.png` and `eval.json`: the greedy policy (the Gaussians'
+means) of every seed on every test episode, with the evaluation keys of the heuristics
+(`das_eval.seed_keys`), so seed i of a learned scheduler and seed i of a heuristic see the same
+fluctuation draws — a paired comparison (`jaxsched table das`).
+
+Seeds are `vmap`ped in one program; programs are cached per (MAPPO config, env config).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import yaml
+
+from jaxsched.agents.das import LABELS as VARIANT_LABELS
+from jaxsched.agents.mappo import MAPPO, MAPPOConfig
+from jaxsched.experiments.das_config import DASConfig, build_das, das_config_from_dict
+from jaxsched.experiments.das_eval import EVAL_FILE, per_episode_results, seed_keys
+from jaxsched.experiments.train import (
+    CHECKPOINT_DIR,
+    CONFIG_FILE,
+    CURVE_FILE,
+    METRICS_FILE,
+    abstract_state,
+    check_no_run,
+    checkpoint_manager,
+    restore_runner,
+    train_chunks,
+    weighted_episode_mean,
+)
+
+CURVE_METRICS = ("episode_return", "avg_jct_min", "avg_fee", "entropy")
+_PROGRAMS: dict = {}
+
+
+def programs(mappo_config: MAPPOConfig, env):
+    """Jitted `init(keys, env_params)`, `chunk(runner, env_params)` (vmapped over seeds) and
+    `evaluate(actor_params [S], env_params, starts [E], keys [S, E]) -> {metric: [S, E]}`."""
+    cache_key = (mappo_config, env.config)
+    if cache_key not in _PROGRAMS:
+
+        def init(keys, env_params):
+            return jax.vmap(MAPPO(mappo_config, env, env_params).init)(keys)
+
+        def chunk(runner, env_params):
+            return jax.vmap(MAPPO(mappo_config, env, env_params).train_chunk)(runner)
+
+        def evaluate(actor_params, env_params, starts, keys):
+            mappo = MAPPO(mappo_config, env, env_params)
+
+            def one(actor, start, key):
+                return mappo.run_episode(actor, env_params.replace(starts=start[None]), key, greedy=True)
+
+            over_episodes = jax.vmap(one, in_axes=(None, 0, 0))
+            return jax.vmap(over_episodes, in_axes=(0, None, 0))(actor_params, starts, keys)
+
+        _PROGRAMS[cache_key] = (jax.jit(init), jax.jit(chunk), jax.jit(evaluate))
+    return _PROGRAMS[cache_key]
+
+
+def training_keys(cfg: DASConfig) -> jax.Array:
+    return jax.random.split(jax.random.key(cfg.seed), cfg.num_seeds)
+
+
+def run_dir_of(cfg: DASConfig, variant: str) -> Path:
+    return cfg.run_dir / variant
+
+
+def _summary(records: list[dict]) -> str:
+    ret = weighted_episode_mean(records, "episode_return")
+    if not np.isfinite(ret):
+        return "no episode finished yet"
+    return f"return {ret:.3f}  avg JCT {weighted_episode_mean(records, 'avg_jct_min'):,.0f} min"
+
+
+def _check_resumable(cfg: DASConfig, run_dir: Path) -> None:
+    saved_path = run_dir / CONFIG_FILE
+    if not saved_path.exists():
+        return
+    saved = das_config_from_dict(yaml.safe_load(saved_path.read_text())).to_dict()
+    now = cfg.to_dict()
+    diffs = []
+    for section in ("seed", "num_seeds", "cluster", "env", "workload", "agent", "mappo"):
+        a, b = saved[section], now[section]
+        if isinstance(a, dict):
+            diffs += [f"{section}.{k}" for k in a if a[k] != b[k] and (section, k) != ("agent", "variants")]
+        elif a != b:
+            diffs.append(section)
+    if diffs and diffs != ["mappo.total_updates"]:  # training longer (or shorter) is a legitimate resume
+        raise ValueError(
+            f"cannot resume {run_dir}: the config differs from the one it was started with in "
+            f"{', '.join(diffs)} (see {saved_path})"
+        )
+
+
+def train_das(
+    cfg: DASConfig, variant: str, resume: bool = False, progress: bool = True,
+    stop_after_chunks: int | None = None,
+) -> Path:  # fmt: skip
+    """Train one variant of `cfg` and evaluate it (module docstring); returns its run directory."""
+    run_dir = run_dir_of(cfg, variant)
+    t_build = time.perf_counter()
+    env, train_params, test_params, starts = build_das(cfg)
+    mcfg = cfg.mappo_config(variant)
+    init, chunk, _ = programs(mcfg, env)
+    if check_no_run(run_dir, resume) is not None:
+        _check_resumable(cfg, run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    header = f"# resolved config written by `jaxsched train` (variant {variant})\n"
+    (run_dir / CONFIG_FILE).write_text(
+        header + yaml.safe_dump(cfg.to_dict(), sort_keys=False, default_flow_style=None, width=110)
+    )
+    records = train_chunks(
+        run_dir, f"{cfg.name}/{variant}", init, chunk, training_keys(cfg), train_params,
+        total=mcfg.total_updates, per_chunk=mcfg.updates_per_chunk,
+        steps_per_update=mcfg.num_envs * mcfg.num_steps, summary=_summary, resume=resume,
+        progress=progress, stop_after_chunks=stop_after_chunks, t_build=t_build,
+    )  # fmt: skip
+    if records is None:
+        return run_dir
+    from jaxsched.experiments.plots import plot_learning_curves
+
+    say = print if progress else (lambda *a, **k: None)
+    plot_learning_curves(
+        records, run_dir / CURVE_FILE, CURVE_METRICS,
+        title=f"{cfg.name}: {VARIANT_LABELS[variant]}, {cfg.num_seeds} seeds (mean ± std)",
+    )  # fmt: skip
+    results = evaluate_run(cfg, variant, (env, test_params, starts))
+    jct = np.asarray(results["avg_jct_min"]["values"])
+    say(f"metrics: {run_dir / METRICS_FILE}  curve: {run_dir / CURVE_FILE}")
+    say(
+        f"{VARIANT_LABELS[variant]} on {jct.shape[1]} test episodes × {jct.shape[0]} seeds: "
+        f"JCT {jct.mean():,.1f} ± {jct.std():,.1f} min  →  {run_dir / EVAL_FILE}"
+    )
+    return run_dir
+
+
+def final_actor_params(cfg: DASConfig, variant: str, env, train_params):
+    """The actor parameters `[S, ...]` of a variant's last checkpoint."""
+    run_dir = run_dir_of(cfg, variant)
+    latest = check_no_run(run_dir, resume=True)
+    if latest is None:
+        raise FileNotFoundError(f"no checkpoint in {run_dir / CHECKPOINT_DIR}: train it first")
+    init, _, _ = programs(cfg.mappo_config(variant), env)
+    mngr = checkpoint_manager(run_dir, read_only=True)
+    runner = restore_runner(mngr, latest, abstract_state(init, training_keys(cfg), train_params))
+    mngr.close()
+    return runner.params["actor"]
+
+
+def evaluate_learned(cfg: DASConfig, variant: str, actor_params, env, test_params, starts):
+    """Greedy episodes of every seed's actor on every test episode → `{metric: [S, E]}` (numpy)."""
+    _, _, evaluate = programs(cfg.mappo_config(variant), env)
+    keys = seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts))
+    out = evaluate(actor_params, test_params, jnp.asarray(starts, jnp.int32), keys)
+    return {k: np.asarray(v) for k, v in jax.device_get(out).items()}
+
+
+def evaluate_run(cfg: DASConfig, variant: str, built=None) -> dict:
+    """Evaluate a variant's final checkpoint on the test episodes; write and return its `eval.json`
+    results (`{metric: {mean, std, per_seed, values [S][E]}}`)."""
+    env, train_params, test_params, starts = build_das(cfg)
+    if built is not None:
+        env, test_params, starts = built
+    if cfg.eval.episodes is not None:
+        starts = starts[: cfg.eval.episodes]
+    t0 = time.perf_counter()
+    actor = final_actor_params(cfg, variant, env, train_params)
+    per = evaluate_learned(cfg, variant, actor, env, test_params, starts)
+    results = per_episode_results(per)
+    payload = {
+        "config": cfg.name,
+        "variant": variant,
+        "episodes": len(starts),
+        "seeds": cfg.num_seeds,
+        "wall_s": time.perf_counter() - t0,
+        "results": results,
+    }
+    path = run_dir_of(cfg, variant) / EVAL_FILE
+    path.write_text(json.dumps(payload, indent=2))
+    return results
+
+
+def train_das_config(cfg: DASConfig, resume: bool = False, progress: bool = True) -> list[Path]:
+    """Every variant of `cfg.agent.variants`, in turn."""
+    return [train_das(cfg, v, resume=resume, progress=progress) for v in cfg.agent.variants]
