@@ -1,7 +1,9 @@
-"""Command line: `jaxsched train | eval | demo | hpc-table | bench`.
+"""Command line: `jaxsched train | eval | demo | hpc-table | table | bench | report`.
 
 `train CONFIG` trains the PPO agent of a YAML config (`configs/dbf/`), or each learned variant of a
-`kind: das` config (`configs/das/`, MAPPO), in chunks with checkpoints and `--resume`; `eval CONFIG --checkpoint RUN_DIR` evaluates it against heuristics on held-out episodes.
+`kind: das` config (`configs/das/`, MAPPO), in chunks with checkpoints and `--resume`;
+`eval CONFIG --checkpoint RUN_DIR` evaluates a DBF run against heuristics on held-out episodes, and
+`eval CONFIG` of a `kind: das` config its heuristics (trained DAS variants: `table das`).
 
 `demo` (the README's main job) builds a Lublin-model workload on the device, runs the HPC env with the
 classic heuristics over held-out episodes and prints their metrics as a table.
@@ -67,8 +69,11 @@ def _run_train(args) -> int:
 
 def _add_eval(sub) -> None:
     p = sub.add_parser("eval", help="evaluate a trained run and heuristic baselines on held-out episodes")
-    p.add_argument("config", help="YAML run config (the one the run was trained with; `kind: das` configs "
-                   "evaluate their heuristics and need no checkpoint)")
+    p.add_argument(
+        "config",
+        help="YAML run config (the one the run was trained with; `kind: das` configs "
+        "evaluate their heuristics and need no checkpoint)",
+    )
     p.add_argument("--checkpoint", default=None, help="run directory (out_dir/name) holding checkpoints/")
     p.add_argument("--episodes", type=int, default=None, help="override eval.episodes")
     p.add_argument("--json", default=None, help="write results here (default RUN_DIR/eval.json; - = stdout)")
@@ -130,6 +135,13 @@ def _add_hpc_table(sub) -> None:
     _add_module_command(sub, "hpc-table", rlscheduler_table, help)
 
 
+def _add_table(sub) -> None:
+    from jaxsched.experiments import das_table
+
+    help = "a paper's result tables from trained runs and freshly evaluated baselines (das: Table 1, 3)"
+    _add_module_command(sub, "table", das_table, help)
+
+
 def _add_bench(sub) -> None:
     p = sub.add_parser("bench", help="env throughput benchmark (see benchmarks/env_throughput.py)")
     p.add_argument("--batches", default="1,64,1024,4096")
@@ -165,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_eval(sub)
     _add_demo(sub)
     _add_hpc_table(sub)
+    _add_table(sub)
     _add_bench(sub)
     _add_report(sub)
     return parser

@@ -56,9 +56,9 @@ def test_dl2_places_first_fit_and_its_log_prob_ignores_the_affinity():
     np.testing.assert_array_equal(np.asarray(action.affinity), np.asarray(firstfit_affinity(obs)))
     pol = m.distribution(actor, obs, hist)
     want = masked_normal_log_prob(pol.prio_mu, pol.prio_std, action.priority, obs.job_mask)
-    np.testing.assert_allclose(float(lp), float(want), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(lp), [float(want), 0.0], rtol=1e-6)  # [ordering, placement]
     lp2, _ = m.log_prob_entropy(actor, obs, hist, action.priority, action.affinity + 5.0)
-    np.testing.assert_allclose(float(lp2), float(lp), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(lp2), np.asarray(lp), rtol=1e-6)
 
 
 def test_rifling_orders_fifo_and_shares_affinity_within_a_group():
@@ -81,5 +81,4 @@ def test_rifling_orders_fifo_and_shares_affinity_within_a_group():
     aff = np.asarray(action.affinity)
     np.testing.assert_array_equal(aff, np.broadcast_to(aff[0], aff.shape))
     want = masked_normal_log_prob(pol.aff_mu[:1], pol.aff_std[:1], action.affinity[:1], jnp.array([True]))
-    np.testing.assert_allclose(float(lp), float(want), rtol=1e-6)
-    assert np.isfinite(float(lp))
+    np.testing.assert_allclose(np.asarray(lp), [0.0, float(want)], rtol=1e-6)  # [ordering, placement]

@@ -67,3 +67,51 @@ def test_cli_train_das(tmp_path, capsys):
         argv += ["--set", s]
     assert main(argv) == 0
     assert (tmp_path / "das_quick" / "da" / "eval.json").exists()
+
+
+def test_table_das_pairs_rows_and_reevaluates_checkpoints(full_run, tmp_path, capsys):
+    """`jaxsched table das` on the quick config: heuristic rows, the trained variant's stored results,
+    the load-level re-evaluation from its checkpoint (×1 reproduces eval.json exactly), latency rows."""
+    cfg, run_dir = full_run
+    config_dir = tmp_path / "configs"
+    config_dir.mkdir()
+    (config_dir / "small.yaml").write_text(QUICK.read_text())
+    out = tmp_path / "table.json"
+    argv = ["table", "das", "--cluster", "small", "--config-dir", str(config_dir), "--loads", "0.5,1",
+            "--latency", "--json", str(out), "--markdown", str(tmp_path / "table.md")]  # fmt: skip
+    for s in [*SMALLER, f"out_dir={cfg.out_dir}"]:
+        argv += ["--set", s]
+    assert main(argv) == 0
+    assert "DRF-FirstFit" in capsys.readouterr().out
+    rec = json.loads(out.read_text())["small"]
+    rows = rec["rows"]
+    assert rows["das"] is None and rows["mosa"] is None  # not trained / not evaluated
+    stored = json.loads((run_dir / "eval.json").read_text())["results"]["avg_jct_min"]["values"]
+    np.testing.assert_allclose(rows["da"]["avg_jct_min"], stored)
+    assert np.asarray(rows["fifo_firstfit"]["avg_jct_min"]).shape == (2, 2)
+    np.testing.assert_allclose(rec["loads"]["1.0"]["da"]["avg_jct_min"], stored, rtol=1e-6)
+    np.testing.assert_allclose(
+        rec["loads"]["1.0"]["tetris"]["avg_jct_min"], rows["tetris"]["avg_jct_min"], rtol=1e-6
+    )
+    assert {r["name"] for r in rec["latency"]} >= {"fifo_firstfit", "da"}
+    assert all(r["round_s"] > 0 and r["per_job_s"] <= r["round_s"] for r in rec["latency"])
+    assert "Wilcoxon" in (tmp_path / "table.md").read_text()
+
+
+def test_significance_picks_the_best_baseline():
+    from jaxsched.experiments.das_table import significance
+
+    base = np.arange(12, dtype=float).reshape(3, 4) + 100
+    rows = {
+        "fifo_firstfit": {"avg_jct_min": base + 50, "avg_fee": base},
+        "drf_firstfit": {"avg_jct_min": base + 10, "avg_fee": base},
+        "rifling": {"avg_jct_min": base + 20, "avg_fee": base + 1},
+        "mosa": None,
+        "das": {"avg_jct_min": base, "avg_fee": base},
+    }
+    tests = significance(rows)
+    best = [t for t in tests if t["best"]]
+    assert {t["versus"] for t in best} == {"drf_firstfit"}
+    jct = next(t for t in best if t["metric"] == "avg_jct_min")
+    assert jct["diff"] == -10 and jct["w_plus"] == 0 and jct["p"] == 2 / 2**12
+    assert {t["versus"] for t in tests} == {"drf_firstfit", "rifling"}

@@ -43,7 +43,7 @@ def make_obs(n_inst, demand, arrival_rank=None, free=None, n_machines=3) -> GPUC
         jobs=jnp.zeros((n, 5), jnp.float32),
         job_mask=jnp.asarray(n_inst > 0),
         machines=jnp.zeros((n_machines, 5), jnp.float32),
-        global_state=jnp.zeros((n * 6 + n_machines * 5 + 2,), jnp.float32),
+        global_state=jnp.zeros((n * 6 + n_machines * 5 + 4,), jnp.float32),
         n_inst=jnp.asarray(n_inst),
         demand=jnp.asarray(np.asarray(demand, np.int32).reshape(n, 3)),
         arrival_rank=jnp.asarray(np.arange(n) if arrival_rank is None else arrival_rank, jnp.int32),

@@ -85,6 +85,10 @@ class DASAgentConfig:
     placement: str = "rwgp"
     prior_mean: str = "learned"  # RWGP prior mean: "learned" or "zero" (the paper)
     ordering: str = "learned"  # or "fifo" (RIFLING)
+    # Exploration floor: σ ← √(σ² + std_min²) for every learned Gaussian (0 = the paper's heads). The GP
+    # posterior's σ shrinks towards 0 as the history explains the affinities, which makes PPO's ratio
+    # over M affinities per job explode; a floor keeps it finite.
+    std_min: float = 0.0
 
     def __post_init__(self):
         if self.ordering not in ORDERINGS:
@@ -97,6 +101,8 @@ class DASAgentConfig:
             )
         if self.prior_mean not in ("learned", "zero"):
             raise ValueError(f"agent.prior_mean must be 'learned' or 'zero', got {self.prior_mean!r}")
+        if not 0.0 <= self.std_min < 1.0:
+            raise ValueError(f"agent.std_min must be in [0, 1), got {self.std_min}")
         for name in ("hidden", "heads", "tau"):
             if getattr(self, name) < 1:
                 raise ValueError(f"agent.{name} must be >= 1, got {getattr(self, name)}")
@@ -173,4 +179,8 @@ class DASActor(nn.Module):
         else:  # firstfit
             aff_mu, aff_std = firstfit_affinity(obs), jnp.zeros((n,), jnp.float32)
             place_mask = jnp.zeros_like(mask)
+        if cfg.std_min > 0:
+            floor = lambda std: jnp.sqrt(jnp.square(std) + cfg.std_min**2)  # noqa: E731
+            prio_std = floor(prio_std) if cfg.learns_ordering else prio_std
+            aff_std = floor(aff_std) if cfg.learns_placement else aff_std
         return DASPolicy(prio_mu, prio_std, aff_mu, aff_std, groups, place_mask)

@@ -96,7 +96,7 @@ class MAPPOTransition:
     history: RWGPHistory  # [B, τ, ...] what the placement agent conditioned on
     priority: jnp.ndarray  # f32[B, N]
     affinity: jnp.ndarray  # f32[B, N, M]
-    log_prob: jnp.ndarray  # f32[B] joint log-prob of both actions (target actor)
+    log_prob: jnp.ndarray  # f32[B, 2] log-prob of each agent's action (target actor)
     value: jnp.ndarray  # f32[B]
     reward: jnp.ndarray  # f32[B]
     decision: jnp.ndarray  # bool[B] the env used the action
@@ -140,21 +140,22 @@ class MAPPO:
         return self.actor.apply(actor_params, obs, history)
 
     def _log_prob(self, pol: DASPolicy, obs: GPUCloudObs, priority, affinity):
-        """Joint log-density of the learned halves: priorities of the valid slots, affinity rows of the
-        placement groups (each once)."""
+        """`f32[2]`: the log-densities of the two agents' actions — the ordering agent's priorities of
+        the valid slots, the placement agent's affinity rows of the placement groups (each once); 0 for
+        a fixed (heuristic) half. Kept apart so that each agent has its own PPO ratio (MAPPO)."""
         agent = self.config.agent
-        lp = jnp.float32(0.0)
+        lp_order, lp_place = jnp.float32(0.0), jnp.float32(0.0)
         if agent.learns_ordering:
-            lp += masked_normal_log_prob(pol.prio_mu, pol.prio_std, priority, obs.job_mask)
+            lp_order = masked_normal_log_prob(pol.prio_mu, pol.prio_std, priority, obs.job_mask)
         if agent.learns_placement:
-            lp += masked_normal_log_prob(pol.aff_mu, pol.aff_std, affinity, pol.place_mask)
-        return lp
+            lp_place = masked_normal_log_prob(pol.aff_mu, pol.aff_std, affinity, pol.place_mask)
+        return jnp.stack([lp_order, lp_place])
 
     def log_prob_entropy(self, actor_params, obs, history, priority, affinity):
-        """Joint log-prob of (priority, affinity), and the entropy *per action dimension* (mean over the
-        learned Gaussians: 1 per valid slot for the ordering, M per placement group), for one env. Per
-        dimension, so that the entropy weight does not scale with the number of visible jobs and
-        machines."""
+        """Per-agent log-probs `f32[2]` of (priority, affinity), and the entropy *per action dimension*
+        (mean over the learned Gaussians: 1 per valid slot for the ordering, M per placement group), for
+        one env. Per dimension, so that the entropy weight does not scale with the number of visible jobs
+        and machines."""
         agent = self.config.agent
         pol = self.distribution(actor_params, obs, history)
         ent, dims = jnp.float32(0.0), jnp.float32(0.0)
@@ -190,7 +191,8 @@ class MAPPO:
         )
 
     def act(self, actor_params, obs, history, key, greedy: bool = False):
-        """Sample (or take the means of) both actions for one env: `(GPUCloudAction, log_prob)`. A fixed
+        """Sample (or take the means of) both actions for one env: `(GPUCloudAction, log_prob f32[2])`
+        (per agent, see `_log_prob`). A fixed
         half (σ = 0) is its heuristic's action; affinity noise is shared within a placement group."""
         pol = self.distribution(actor_params, obs, history)
         prio, aff = pol.prio_mu, pol.aff_mu
@@ -255,11 +257,13 @@ class MAPPO:
         norm_adv = (adv - mean_adv) / std_adv
         # The log-ratio is bounded so that a sample far in a narrow Gaussian's tail cannot overflow exp
         # (the clipped surrogate ignores such ratios anyway).
-        ratio = jnp.exp(jnp.clip(jnp.where(batch.decision, lp - batch.log_prob, 0.0), -20.0, 20.0))
-        surrogate = jnp.minimum(
-            ratio * norm_adv, jnp.clip(ratio, 1 - cfg.clip_eps, 1 + cfg.clip_eps) * norm_adv
-        )
-        actor = -(surrogate * d).sum() / n
+        ratio = jnp.exp(jnp.clip(jnp.where(batch.decision[:, None], lp - batch.log_prob, 0.0), -20.0, 20.0))
+        adv2 = norm_adv[:, None]
+        surrogate = jnp.minimum(ratio * adv2, jnp.clip(ratio, 1 - cfg.clip_eps, 1 + cfg.clip_eps) * adv2)
+        # MAPPO: each agent's clipped surrogate with its own ratio, summed over the learning agents.
+        agent = cfg.agent
+        learns = jnp.array([agent.learns_ordering, agent.learns_placement], jnp.float32)
+        actor = -((surrogate * d[:, None]).sum(axis=0) * learns).sum() / n
         entropy = (ent * d).sum() / n
         value = jax.vmap(lambda g: self.critic.apply(params["critic"], g))(batch.obs.global_state)
         v_clipped = batch.value + jnp.clip(value - batch.value, -cfg.clip_eps, cfg.clip_eps)
@@ -269,8 +273,9 @@ class MAPPO:
             "actor_loss": actor,
             "critic_loss": critic,
             "entropy": entropy,
-            "approx_kl": (((ratio - 1) - jnp.log(ratio)) * d).sum() / n,
-            "clip_frac": ((jnp.abs(ratio - 1) > cfg.clip_eps) * d).sum() / n,
+            "approx_kl": ((((ratio - 1) - jnp.log(ratio)) * d[:, None]).sum(axis=0) * learns).sum() / n,
+            "clip_frac": (((jnp.abs(ratio - 1) > cfg.clip_eps) * d[:, None]).sum(axis=0) * learns).sum()
+            / (n * learns.sum()),
         }
         return total, aux
 

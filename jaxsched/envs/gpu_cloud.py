@@ -38,6 +38,7 @@ from jaxsched.workloads.ddl import MODEL_COMM, MODEL_NAMES, DDLWorkload, validat
 
 N_JOB_FEATURES = 5  # C/c_norm, cpu, gpu, mem (per instance, / machine capacity), wait/wait_norm
 N_MACHINE_FEATURES = 5  # free cpu, gpu, mem, bandwidth (fractions of capacity), GPU utilisation
+N_LOAD_FEATURES = 4  # global state: pending and running occupancy, jobs waiting outside, mean wait
 N_RES = 3  # gpu, cpu, mem
 INF = jnp.float32(jnp.inf)
 ARRIVAL_BLOCK = 8  # arrivals one forward-loop iteration may admit
@@ -288,16 +289,21 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
         sub = params.bank.submit
         return (sub[jnp.maximum(job, 0)] - sub[first]).astype(jnp.float32) / params.load_scale
 
+    def _outside(self, state: GPUCloudState, params: GPUCloudParams):
+        """`(count i32, age f32)`: episode jobs that have arrived but wait outside a full pending list (the
+        first `OUTSIDE_WINDOW` of them), and Σ (t − arrival) over them (s)."""
+        idx = state.next_job + jnp.arange(OUTSIDE_WINDOW)
+        arrival = self._arrival(params, state.first, jnp.minimum(idx, params.bank.submit.shape[0] - 1))
+        out = (idx < state.end_job) & (arrival <= state.t)
+        return out.sum(), jnp.where(out, state.t - arrival, 0.0).sum()
+
     def _age(self, state: GPUCloudState, params: GPUCloudParams) -> jax.Array:
         """Σ (t − arrival) (s) over the episode's jobs in the system at `state.t`: running, pending, and
-        arrived but waiting outside a full pending list (the first `OUTSIDE_WINDOW` of those)."""
+        arrived but waiting outside a full pending list."""
         running = jnp.where(state.run_job >= 0, state.t - state.run_arrival, 0.0).sum()
         q_job = state.q_rows[:, 0]
         pending = jnp.where(q_job >= 0, state.t - self._arrival(params, state.first, q_job), 0.0).sum()
-        idx = state.next_job + jnp.arange(OUTSIDE_WINDOW)
-        arrival = self._arrival(params, state.first, jnp.minimum(idx, params.bank.submit.shape[0] - 1))
-        outside = jnp.where((idx < state.end_job) & (arrival <= state.t), state.t - arrival, 0.0).sum()
-        return running + pending + outside
+        return running + pending + self._outside(state, params)[1]
 
     def _update_speeds(self, state: GPUCloudState, params: GPUCloudParams, enabled=True) -> GPUCloudState:
         """A speed update when `enabled`: new φ draw, speeds of every running job, NIC loads."""
@@ -673,7 +679,20 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
             ],
             axis=1,
         )
-        occupancy = jnp.stack([state.q_len / cfg.queue_capacity, (state.run_job >= 0).mean()])
+        # Load of the system, for the critic: pending and running occupancy, jobs waiting outside the
+        # pending list, and the mean wait of every waiting job (in wait_norm units).
+        n_out, age_out = self._outside(state, params)
+        q_job = state.q_rows[:, 0]
+        age_q = jnp.where(q_job >= 0, state.t - self._arrival(params, state.first, q_job), 0.0).sum()
+        n_wait = jnp.maximum(state.q_len + n_out, 1).astype(jnp.float32)
+        occupancy = jnp.stack(
+            [
+                state.q_len / cfg.queue_capacity,
+                (state.run_job >= 0).mean(),
+                n_out / cfg.queue_capacity,
+                (age_q + age_out) / n_wait / params.wait_norm,
+            ]
+        )
         global_state = jnp.concatenate(
             [jobs.reshape(-1), mask.astype(jnp.float32), machines.reshape(-1), occupancy.astype(jnp.float32)]
         )
@@ -701,7 +720,7 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
     @property
     def global_state_size(self) -> int:
         cfg = self.config
-        return cfg.n_slots * (N_JOB_FEATURES + 1) + cfg.n_machines * N_MACHINE_FEATURES + 2
+        return cfg.n_slots * (N_JOB_FEATURES + 1) + cfg.n_machines * N_MACHINE_FEATURES + N_LOAD_FEATURES
 
     def action_space(self, params: GPUCloudParams):
         cfg = self.config

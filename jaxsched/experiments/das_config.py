@@ -10,11 +10,11 @@ A DAS config says `kind: das` and has these sections (every field optional; defa
     cluster:  {size: small | medium | large, n_machines, perf_cv, fluct_std, perf_seed,
                kappa_net, kappa_cpu, kappa_spread}
     env:      {n_slots, queue_capacity, max_running, max_forward_events, episode_jobs, load_scale, max_steps,
-               alpha, price, reward}
+               alpha, price, reward, wait_norm}
     workload: {source: pai_like | pai, n_jobs, train_frac, bank_seed, mean_interarrival_s,
                job_csv, task_csv, group_tag_csv}
     eval:     {seed, episodes, policies}
-    agent:    {variants: [das, da, da_mc, da_rwgp, dl2, rifling], hidden, heads, tau, prior_mean}
+    agent:    {variants: [das, da, da_mc, da_rwgp, dl2, rifling], hidden, heads, tau, prior_mean, std_min}
     mappo:    {num_envs, num_steps, total_updates, updates_per_chunk, update_epochs, num_minibatches,
                critic_hidden, lr, gamma, gae_lambda, clip_eps, ent_coef, vf_coef, max_grad_norm,
                target_interval}   (MAPPOConfig's fields; `jaxsched train` trains each variant in turn)
@@ -84,6 +84,7 @@ class EnvSection:
     alpha: float = 0.1
     price: float = 2.84
     reward: str = "eq3"  # "eq3" (the paper's) or "jct" (minus job-minutes accrued; see docs/gpu_cloud.md)
+    wait_norm: float = 3600.0  # s: the job feature `wait / wait_norm` (waits on a loaded cluster are days)
 
     def __post_init__(self):
         from jaxsched.envs.gpu_cloud import REWARDS
@@ -133,6 +134,7 @@ class AgentSection:
     heads: int = 4
     tau: int = 8
     prior_mean: str = "learned"
+    std_min: float = 0.0
 
     def __post_init__(self):
         if not self.variants:
@@ -149,8 +151,9 @@ class AgentSection:
 
     def agent_config(self, variant: str) -> DASAgentConfig:
         return DASAgentConfig.preset(
-            variant, hidden=self.hidden, heads=self.heads, tau=self.tau, prior_mean=self.prior_mean
-        )
+            variant, hidden=self.hidden, heads=self.heads, tau=self.tau, prior_mean=self.prior_mean,
+            std_min=self.std_min,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -324,6 +327,7 @@ def build_das(cfg: DASConfig):
         alpha=e.alpha,
         load_scale=e.load_scale,
         reward=e.reward,
+        wait_norm=e.wait_norm,
     )
     test_starts = episode_starts(test.num_jobs, e.episode_jobs, stride=e.episode_jobs)
     train_params = env.make_params(train, **kw)

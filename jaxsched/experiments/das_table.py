@@ -1,0 +1,396 @@
+"""`jaxsched table das`: the DAS paper's result tables from trained runs and freshly evaluated baselines.
+
+    jaxsched table das --cluster small                     # Table 1 rows + Table 3 (Wilcoxon)
+    jaxsched table das --cluster all --markdown out.md     # every cluster with a config
+    jaxsched table das --cluster small --loads 0.5,1,2     # App. E: Low / Normal / High arrival rates
+    jaxsched table das --cluster small --latency           # App. F: decision time per round and per job
+    jaxsched table das --cluster small --planners mosa     # evaluate MOSA first (slow), then tabulate
+
+A cluster's config is `configs/das/<cluster>.yaml` (`--config-dir`). Rows:
+  * the heuristics of `eval.policies`, evaluated now on the test episodes (seconds);
+  * MOSA / MALO, from `<run dir>/<planner>/eval.json` once `--planners` has evaluated them;
+  * the learned schedulers (DL², RIFLING, DA, DA+MC, DA+RWGP, DAS), from the `eval.json` that
+    `jaxsched train` writes into `<run dir>/<variant>/`; a variant not trained yet is listed as such.
+Every row holds one value per (seed, test episode), with the same evaluation keys, so rows are paired:
+mean ± std is over seeds × episodes, and the Wilcoxon signed-rank test (Table 3) pairs them. The paper's
+test pairs jobs; with per-episode averages the smallest attainable p is 2 / 2^(seeds · episodes).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsched.agents.das import LABELS as VARIANT_LABELS
+from jaxsched.agents.das import PRESETS
+from jaxsched.experiments.das_config import CLUSTER_SIZES, DASConfig, build_das, load_das_config
+from jaxsched.experiments.das_eval import EVAL_FILE, evaluate_on_episodes, seed_keys
+from jaxsched.experiments.stats import wilcoxon_signed_rank
+from jaxsched.policies.gpu_cloud import LABELS as HEURISTIC_LABELS
+from jaxsched.policies.gpu_cloud import make_heuristic
+
+PLANNERS = {"mosa": "MOSA", "malo": "MALO"}
+LEARNED_ORDER = ("dl2", "rifling", "da", "da_mc", "da_rwgp", "das")
+BASELINE_LEARNED = ("dl2", "rifling")
+METRICS = (("avg_jct_min", "JCT (min)", ",.1f"), ("avg_fee", "Fee ($)", ".2f"))
+
+# The paper's Table 1: (JCT min, fee $) per cluster.
+PAPER_TABLE1 = {
+    "fifo_firstfit": {"small": (720.228, 51.685), "medium": (171.282, 51.684), "large": (110.316, 51.219)},
+    "fifo_loadbalance": {"small": (715.776, 51.559), "medium": (162.102, 50.900), "large": (112.290, 51.112)},
+    "drf_firstfit": {"small": (862.242, 52.055), "medium": (164.778, 51.354), "large": (109.098, 52.325)},
+    "drf_loadbalance": {"small": (852.984, 51.798), "medium": (173.106, 51.908), "large": (113.556, 51.924)},
+    "tetris": {"small": (813.480, 51.668), "medium": (176.688, 52.567), "large": (113.364, 53.109)},
+    "malo": {"small": (708.858, 51.675), "medium": (182.862, 51.129), "large": (111.660, 51.233)},
+    "mosa": {"small": (759.222, 51.783), "medium": (173.400, 51.998), "large": (109.422, 51.933)},
+    "dl2": {"small": (721.083, 51.166), "medium": (160.100, 50.970), "large": (110.215, 51.080)},
+    "rifling": {"small": (717.576, 51.160), "medium": (176.676, 50.980), "large": (109.872, 51.039)},
+    "da": {"small": (697.732, 51.106), "medium": (173.354, 51.097), "large": (108.821, 51.025)},
+    "da_mc": {"small": (680.861, 50.952), "medium": (163.456, 50.941), "large": (109.854, 50.701)},
+    "da_rwgp": {"small": (686.894, 51.029), "medium": (157.071, 50.856), "large": (107.896, 50.439)},
+    "das": {"small": (638.046, 50.484), "medium": (155.003, 50.019), "large": (108.700, 50.354)},
+}
+
+
+def label(name: str) -> str:
+    return HEURISTIC_LABELS.get(name) or VARIANT_LABELS.get(name) or PLANNERS.get(name) or name
+
+
+# ---- collecting rows ----------------------------------------------------------------------------------
+def _test_episodes(cfg: DASConfig):
+    env, train_params, test_params, starts = build_das(cfg)
+    if cfg.eval.episodes is not None:
+        starts = starts[: cfg.eval.episodes]
+    return env, train_params, test_params, starts
+
+
+def heuristic_rows(cfg: DASConfig, built=None, load_scale: float | None = None) -> dict:
+    """`{policy: {metric: [S, E]}}` of `cfg.eval.policies` on the test episodes (optionally at another
+    arrival-rate multiplier)."""
+    env, _, test_params, starts = built if built is not None else _test_episodes(cfg)
+    if load_scale is not None:
+        test_params = test_params.replace(load_scale=jnp.float32(load_scale))
+    keys = seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts))
+    policies = {p: make_heuristic(p) for p in cfg.eval.policies}
+    return evaluate_on_episodes(env, test_params, policies, starts, keys)
+
+
+def _read_eval(path: Path) -> dict | None:
+    if not path.exists():
+        return None
+    payload = json.loads(path.read_text())
+    return {k: np.asarray(v["values"], np.float64) for k, v in payload["results"].items()}
+
+
+def stored_rows(cfg: DASConfig, names) -> dict:
+    """`{name: {metric: [S, E]} or None}` from `<run dir>/<name>/eval.json` (None: not there yet)."""
+    return {n: _read_eval(cfg.run_dir / n / EVAL_FILE) for n in names}
+
+
+def evaluate_planner(
+    cfg: DASConfig, name: str, episodes: int | None = None, seeds: int | None = None
+) -> Path:
+    """Run MOSA or MALO (paper's Table 2 settings) on the first `episodes` test episodes × `seeds` seeds
+    and write `<run dir>/<name>/eval.json`. Slow: MALO takes ~0.24 s per decision on a 2-core CPU."""
+    from jaxsched.experiments.das_eval import per_episode_results
+    from jaxsched.policies.metaheuristics import make_malo, make_mosa, run_planner_episode
+
+    env, _, test_params, starts = _test_episodes(cfg)
+    starts = starts[: episodes or len(starts)]
+    n_seeds = seeds or cfg.num_seeds
+    keys = seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts))[:n_seeds]
+    planner = {"mosa": make_mosa, "malo": make_malo}[name](env, test_params)
+
+    def one(start, key):
+        return run_planner_episode(env, test_params.replace(starts=start[None]), planner, key)
+
+    t0 = time.perf_counter()
+    fn = jax.jit(jax.vmap(jax.vmap(one, in_axes=(0, 0)), in_axes=(None, 0)))
+    out = jax.device_get(fn(jnp.asarray(starts, jnp.int32), keys))
+    per = {k: np.asarray(v) for k, v in out.items() if k != "return"}
+    path = cfg.run_dir / name / EVAL_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "config": cfg.name,
+        "planner": name,
+        "episodes": len(starts),
+        "seeds": n_seeds,
+        "wall_s": time.perf_counter() - t0,
+        "results": per_episode_results(per),
+    }
+    path.write_text(json.dumps(payload, indent=2))
+    return path
+
+
+def collect_rows(cfg: DASConfig, built=None) -> dict:
+    """Every row of the table in display order: heuristics, planners, learned schedulers."""
+    rows = dict(heuristic_rows(cfg, built))
+    rows.update(stored_rows(cfg, PLANNERS))
+    rows.update(stored_rows(cfg, LEARNED_ORDER))
+    return rows
+
+
+# ---- tables -------------------------------------------------------------------------------------------
+def _cell(v, fmt: str) -> str:
+    return "—" if v is None else f"{np.mean(v):{fmt}} ± {np.std(v):{fmt}}"
+
+
+def table1_lines(rows: dict, cluster: str, cfg: DASConfig) -> list[str]:
+    """Markdown Table 1 for one cluster (with the paper's numbers beside ours)."""
+    out = [
+        "| scheduler | JCT (min) | Fee ($) | paper JCT | paper Fee | seeds × episodes |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, r in rows.items():
+        paper = PAPER_TABLE1.get(name, {}).get(cluster)
+        p_jct, p_fee = (f"{paper[0]:,.1f}", f"{paper[1]:.2f}") if paper else ("", "")
+        if r is None:
+            out.append(f"| {label(name)} | not run | not run | {p_jct} | {p_fee} | |")
+            continue
+        shape = r["avg_jct_min"].shape
+        cells = [_cell(r[k], fmt) for k, _, fmt in METRICS]
+        out.append(
+            f"| {label(name)} | {cells[0]} | {cells[1]} | {p_jct} | {p_fee} | {shape[0]} × {shape[1]} |"
+        )
+    return out
+
+
+def significance(rows: dict, target: str = "das") -> list[dict]:
+    """Wilcoxon signed-rank tests of `target` against the best baseline (lowest mean JCT among the
+    heuristics, planners and learned baselines run on the same seeds × episodes) and against RIFLING
+    (the paper's Table 3), on JCT and fee. Empty when `target` has no results."""
+    mine = rows.get(target)
+    if mine is None:
+        return []
+    shape = mine["avg_jct_min"].shape
+    baselines = {
+        n: r
+        for n, r in rows.items()
+        if r is not None and n not in ("da", "da_mc", "da_rwgp", "das") and r["avg_jct_min"].shape == shape
+    }
+    if not baselines:
+        return []
+    best = min(baselines, key=lambda n: baselines[n]["avg_jct_min"].mean())
+    tests = []
+    for other in dict.fromkeys([best, "rifling"]):
+        if other not in baselines:
+            continue
+        for metric, header, _ in METRICS:
+            res = wilcoxon_signed_rank(mine[metric], baselines[other][metric])
+            diff = float(mine[metric].mean() - baselines[other][metric].mean())
+            tests.append(
+                {
+                    "versus": other,
+                    "best": other == best,
+                    "metric": metric,
+                    "header": header,
+                    "diff": diff,
+                    **res,
+                }
+            )
+    return tests
+
+
+def significance_lines(tests: list[dict], target: str = "das") -> list[str]:
+    if not tests:
+        return [f"(no Wilcoxon test: {label(target)} has not been trained and evaluated)"]
+    out = [
+        f"| {label(target)} vs | metric | mean difference | W+ | W− | pairs | p (two-sided, exact) |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for t in tests:
+        who = label(t["versus"]) + (" (best baseline)" if t["best"] else "")
+        out.append(
+            f"| {who} | {t['header']} | {t['diff']:+,.2f} | {t['w_plus']:g} | {t['w_minus']:g} | {t['n']} | "
+            f"{t['p']:.4f} |"
+        )
+    return out
+
+
+# ---- App. E: load levels ------------------------------------------------------------------------------
+def load_level_rows(cfg: DASConfig, loads, variants) -> dict:
+    """`{load: {name: {metric: [S, E]}}}`: the heuristics and every trained variant of `variants` on the
+    test episodes with the arrival rate × load (the agents were trained at load 1)."""
+    from jaxsched.experiments.das_train import evaluate_learned, final_actor_params
+
+    built = _test_episodes(cfg)
+    env, train_params, test_params, starts = built
+    actors = {}
+    for v in variants:
+        try:
+            actors[v] = final_actor_params(cfg, v, env, train_params)
+        except FileNotFoundError:
+            continue
+    out = {}
+    for load in loads:
+        rows = dict(heuristic_rows(cfg, built, load_scale=load))
+        params = test_params.replace(load_scale=jnp.float32(load))
+        for v, actor in actors.items():
+            rows[v] = evaluate_learned(cfg, v, actor, env, params, starts)
+        out[load] = rows
+    return out
+
+
+def load_level_lines(levels: dict) -> list[str]:
+    loads = list(levels)
+    names = list(next(iter(levels.values())))
+    head = " | ".join(f"×{x:g} JCT (min) | ×{x:g} Fee ($)" for x in loads)
+    out = [f"| scheduler | {head} |", "|---|" + "---:|" * (2 * len(loads))]
+    for n in names:
+        cells = []
+        for x in loads:
+            r = levels[x].get(n)
+            cells += [_cell(None if r is None else r[k], fmt) for k, _, fmt in METRICS]
+        out.append(f"| {label(n)} | " + " | ".join(cells) + " |")
+    return out
+
+
+# ---- App. F: decision latency ---------------------------------------------------------------------------
+def _median_time(fn, *args, repeats: int = 20) -> float:
+    jax.block_until_ready(fn(*args))  # compile and warm up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def latency_rows(cfg: DASConfig, variants, planners=()) -> list[dict]:
+    """Seconds per scheduling round (one env, batch 1, on this device) of each heuristic, trained
+    variant and planner, on busy decision points of FIFO-LoadBalance episodes; per job = per round ÷ the
+    jobs visible in the round."""
+    from jaxsched.agents.das import DASAgentConfig, empty_history
+    from jaxsched.agents.mappo import MAPPO, MAPPOConfig
+    from jaxsched.policies.metaheuristics import decision_states, make_malo, make_mosa, time_per_decision
+
+    env, train_params, test_params, _ = _test_episodes(cfg)
+    obs_b, state_b = decision_states(env, test_params, jax.random.key(0), decisions=1, skip=200)
+    obs = jax.tree.map(lambda x: x[0, 0], obs_b)
+    visible = max(int(obs.job_mask.sum()), 1)
+    key = jax.random.key(1)
+    rows = []
+    for name in cfg.eval.policies:
+        heuristic = make_heuristic(name)
+        policy = jax.jit(lambda o, k, p=heuristic: p(None, o, k))
+        rows.append({"name": name, "round_s": _median_time(policy, obs, key)})
+    for v in variants:
+        mcfg = MAPPOConfig(agent=DASAgentConfig.preset(v, hidden=cfg.agent.hidden, heads=cfg.agent.heads,
+                                                       tau=cfg.agent.tau))  # fmt: skip
+        mappo = MAPPO(mcfg, env, test_params)
+        history = empty_history(mcfg.agent, env.config.n_slots, env.config.n_machines)
+        actor = mappo.actor.init(jax.random.key(2), obs, history)  # latency does not depend on the weights
+        act = jax.jit(lambda a, o, h, k, m=mappo: m.act(a, o, h, k, greedy=True))
+        rows.append({"name": v, "round_s": _median_time(act, actor, obs, history, key)})
+    for p in planners:
+        planner = {"mosa": make_mosa, "malo": make_malo}[p](env, test_params)
+        rows.append({"name": p, "round_s": time_per_decision(env, test_params, planner, key, skip=200)})
+    for r in rows:
+        r["per_job_s"] = r["round_s"] / visible
+        r["visible_jobs"] = visible
+        r["device"] = jax.devices()[0].platform
+    return rows
+
+
+def latency_lines(rows: list[dict]) -> list[str]:
+    out = ["| scheduler | per round (ms) | per job (ms) |", "|---|---:|---:|"]
+    out += [f"| {label(r['name'])} | {1e3 * r['round_s']:.3f} | {1e3 * r['per_job_s']:.4f} |" for r in rows]
+    return out
+
+
+# ---- command line -------------------------------------------------------------------------------------
+def add_arguments(parser) -> None:
+    parser.add_argument("which", choices=["das"], help="which paper's tables (das: Xing et al., KDD'23)")
+    parser.add_argument("--cluster", default="small", choices=[*CLUSTER_SIZES, "all"])
+    parser.add_argument("--config-dir", default="configs/das", help="where <cluster>.yaml lives")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
+    parser.add_argument("--planners", default="", help="first evaluate these planners (mosa,malo): slow")
+    parser.add_argument("--planner-episodes", type=int, default=None, help="test episodes for --planners")
+    parser.add_argument("--planner-seeds", type=int, default=None, help="seeds for --planners")
+    parser.add_argument("--loads", default="", help="App. E: arrival-rate multipliers, e.g. 0.5,1,2")
+    parser.add_argument("--latency", action="store_true", help="App. F: decision time per round and per job")
+    parser.add_argument("--markdown", default=None, help="also write the tables as Markdown here")
+    parser.add_argument("--json", default=None, help="also write every number as JSON here")
+
+
+def _parse_list(text: str, kind, allowed=None, what="value") -> list:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    try:
+        values = [kind(t) for t in items]
+    except ValueError:
+        raise ValueError(f"{what}: could not read {text!r} as a comma list") from None
+    bad = [v for v in values if allowed is not None and v not in allowed]
+    if bad:
+        raise ValueError(f"{what}: unknown {bad} (choose from {', '.join(allowed)})")
+    return values
+
+
+def _plain(row: dict) -> dict:
+    return {k: np.asarray(v).tolist() for k, v in row.items()}
+
+
+def run_from_args(args) -> int:
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    planners = _parse_list(args.planners, str, PLANNERS, "--planners")
+    loads = _parse_list(args.loads, float, None, "--loads")
+    if any(x <= 0 for x in loads):
+        raise ValueError(f"--loads must be positive multipliers, got {loads}")
+    clusters = list(CLUSTER_SIZES) if args.cluster == "all" else [args.cluster]
+    paths = {c: Path(args.config_dir) / f"{c}.yaml" for c in clusters}
+    if args.cluster != "all" and not paths[args.cluster].exists():
+        raise FileNotFoundError(f"no config for the {args.cluster} cluster: {paths[args.cluster]}")
+    console = Console()
+    md, record = [], {}
+    for cluster, path in paths.items():
+        if not path.exists():
+            console.print(f"[yellow]skipping {cluster}: no {path}[/yellow]")
+            continue
+        cfg = load_das_config(path, args.set)
+        for p in planners:
+            console.print(f"evaluating {label(p)} on {cluster} (slow) …")
+            evaluate_planner(cfg, p, args.planner_episodes, args.planner_seeds)
+        t0 = time.perf_counter()
+        rows = collect_rows(cfg)
+        tests = significance(rows)
+        title = (
+            f"## {cluster.capitalize()} cluster ({cfg.cluster.machines} machines × 8 GPUs): mean ± std over "
+            f"seeds × test episodes of {cfg.env.episode_jobs:,} jobs"
+        )
+        lines = [title, "", *table1_lines(rows, cluster, cfg), "", "Wilcoxon signed-rank tests:", "",
+                 *significance_lines(tests)]  # fmt: skip
+        rec = {
+            "config": str(path),
+            "rows": {
+                n: None if r is None else {k: np.asarray(v).tolist() for k, v in r.items()}
+                for n, r in rows.items()
+            },
+            "wilcoxon": tests,
+        }
+        learned = [v for v in PRESETS if rows.get(v) is not None]
+        if loads:
+            levels = load_level_rows(cfg, loads, learned)
+            lines += ["", "Load levels (App. E; trained at ×1):", "", *load_level_lines(levels)]
+            rec["loads"] = {str(x): {n: _plain(r) for n, r in lv.items()} for x, lv in levels.items()}
+        if args.latency:
+            lat = latency_rows(
+                cfg, learned or ["das"], planners=[p for p in PLANNERS if rows.get(p) is not None]
+            )
+            lines += ["", f"Decision latency (App. F; batch 1, {lat[0]['device']}):", "", *latency_lines(lat)]
+            rec["latency"] = lat
+        lines += ["", f"({time.perf_counter() - t0:.0f} s)", ""]
+        console.print(Markdown("\n".join(lines)))
+        md += lines
+        record[cluster] = rec
+    if args.markdown:
+        Path(args.markdown).write_text("\n".join(md) + "\n")
+    if args.json:
+        Path(args.json).write_text(json.dumps(record, indent=1))
+    return 0

@@ -1,0 +1,50 @@
+"""The exact Wilcoxon signed-rank test against hand-computed cases."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from jaxsched.experiments.stats import wilcoxon_signed_rank
+
+
+def brute_force_p(d):
+    d = np.asarray(d, float)
+    d = d[d != 0]
+    a = np.abs(d)
+    ranks = np.array([np.mean(np.flatnonzero(np.sort(a) == v) + 1) for v in a])
+    w = ranks[d > 0].sum()
+    sums = [
+        sum(r for r, s in zip(ranks, signs, strict=True) if s)
+        for signs in itertools.product([0, 1], repeat=len(d))
+    ]
+    sums = np.array(sums)
+    return min(1.0, 2 * min((sums <= w + 1e-9).mean(), (sums >= w - 1e-9).mean()))
+
+
+def test_all_better_is_the_smallest_p():
+    # 6 pairs, every difference of one sign: p = 2 / 2^6.
+    r = wilcoxon_signed_rank([1, 2, 3, 4, 5, 6], [2, 4, 6, 8, 10, 12])
+    assert r["n"] == 6 and r["w_plus"] == 0 and r["w_minus"] == 21
+    assert r["p"] == pytest.approx(2 / 64)
+
+
+def test_hand_case_and_zero_differences():
+    # differences 1, -2, 3, 0 (dropped), 4 → ranks 1, 2, 3, 4; W+ = 8, W- = 2; P(W+ <= 2) = 3/16 → p = 6/16.
+    r = wilcoxon_signed_rank([1, 0, 3, 5, 4], [0, 2, 0, 5, 0])
+    assert (r["n"], r["w_plus"], r["w_minus"]) == (4, 8.0, 2.0)
+    assert r["p"] == pytest.approx(6 / 16)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_matches_brute_force_with_ties(seed):
+    rng = np.random.default_rng(seed)
+    d = rng.integers(-3, 4, size=10).astype(float)  # many ties and zeros
+    r = wilcoxon_signed_rank(d, np.zeros_like(d))
+    assert r["p"] == pytest.approx(brute_force_p(d))
+
+
+def test_no_difference_and_bad_shapes():
+    assert wilcoxon_signed_rank([1, 2], [1, 2])["p"] == 1.0
+    with pytest.raises(ValueError, match="same size"):
+        wilcoxon_signed_rank([1, 2], [1])
