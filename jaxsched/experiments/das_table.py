@@ -37,7 +37,6 @@ from jaxsched.policies.gpu_cloud import make_heuristic
 
 PLANNERS = {"mosa": "MOSA", "malo": "MALO"}
 LEARNED_ORDER = ("dl2", "rifling", "da", "da_mc", "da_rwgp", "das")
-BASELINE_LEARNED = ("dl2", "rifling")
 METRICS = (("avg_jct_min", "JCT (min)", ",.1f"), ("avg_fee", "Fee ($)", ".2f"))
 
 # The paper's Table 1: (JCT min, fee $) per cluster.

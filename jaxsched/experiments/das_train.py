@@ -37,6 +37,7 @@ from jaxsched.experiments.train import (
     abstract_state,
     check_no_run,
     checkpoint_manager,
+    config_diffs,
     restore_runner,
     train_chunks,
     weighted_episode_mean,
@@ -91,14 +92,8 @@ def _check_resumable(cfg: DASConfig, run_dir: Path) -> None:
     if not saved_path.exists():
         return
     saved = das_config_from_dict(yaml.safe_load(saved_path.read_text())).to_dict()
-    now = cfg.to_dict()
-    diffs = []
-    for section in ("seed", "num_seeds", "cluster", "env", "workload", "agent", "mappo"):
-        a, b = saved[section], now[section]
-        if isinstance(a, dict):
-            diffs += [f"{section}.{k}" for k in a if a[k] != b[k] and (section, k) != ("agent", "variants")]
-        elif a != b:
-            diffs.append(section)
+    sections = ("seed", "num_seeds", "cluster", "env", "workload", "agent", "mappo")
+    diffs = config_diffs(saved, cfg.to_dict(), sections, ignore=("agent.variants",))
     if diffs and diffs != ["mappo.total_updates"]:  # training longer (or shorter) is a legitimate resume
         raise ValueError(
             f"cannot resume {run_dir}: the config differs from the one it was started with in "

@@ -142,6 +142,19 @@ def _dbf_summary(records: list[dict]) -> str:
     return f"return {ret:.2f}  avg wait {weighted_episode_mean(records, 'avg_wait'):,.0f} s"
 
 
+def config_diffs(saved: dict, now: dict, sections, ignore=()) -> list[str]:
+    """Dotted keys of `sections` whose values differ between two config dicts (`ignore`: dotted keys
+    that may differ)."""
+    diffs = []
+    for section in sections:
+        a, b = saved[section], now[section]
+        if isinstance(a, dict):
+            diffs += [f"{section}.{k}" for k in a if a[k] != b[k]]
+        elif a != b:
+            diffs.append(section)
+    return [d for d in diffs if d not in ignore]
+
+
 def _check_resumable(cfg: RunConfig, run_dir: Path) -> None:
     saved_path = run_dir / CONFIG_FILE
     if not saved_path.exists():
@@ -149,14 +162,7 @@ def _check_resumable(cfg: RunConfig, run_dir: Path) -> None:
     import yaml
 
     saved = config_from_dict(yaml.safe_load(saved_path.read_text())).to_dict()
-    now = cfg.to_dict()
-    diffs = []
-    for section in ("seed", "num_seeds", "env", "workload", "ppo"):
-        a, b = saved[section], now[section]
-        if isinstance(a, dict):
-            diffs += [f"{section}.{k}" for k in a if a[k] != b[k]]
-        elif a != b:
-            diffs.append(section)
+    diffs = config_diffs(saved, cfg.to_dict(), ("seed", "num_seeds", "env", "workload", "ppo"))
     if diffs == ["ppo.total_updates"] and not cfg.ppo.anneal_lr:
         return  # training longer (or stopping earlier) is a legitimate resume
     if diffs:
