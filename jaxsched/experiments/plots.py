@@ -22,6 +22,9 @@ LABELS = {
     "avg_bsld": "average bounded slowdown",
     "episode_return": "episode return",
     "episode_length": "episode length (decisions)",
+    "avg_jct_min": "average JCT (min)",
+    "avg_fee": "average fee ($)",
+    "entropy": "policy entropy (per action dimension)",
 }
 CURVE_METRICS = ("avg_wait", "avg_queue_len", "utilization", "episode_return")
 
