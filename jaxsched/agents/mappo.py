@@ -3,9 +3,10 @@
 Two actors — the ordering agent (Gaussian priorities) and the placement agent (Gaussian affinities, RWGP
 or MLP) — share one `DASActor` parameter tree; a centralized critic `V(global state)` has its own. Each
 update: a rollout of `num_steps` calls × `num_envs` envs (`lax.scan` of the vmapped env) with the
-*target* actor (θ_old), GAE, then `update_epochs` passes of clipped-surrogate + entropy + value loss over
-shuffled minibatches; the target actor and critic are copied from the trained ones every
-`target_interval` updates (the paper's copy interval z = 2). Seeds `vmap` over `init`/`train_chunk`.
+*target* actor (θ_old), GAE, then `update_epochs` passes over shuffled minibatches of the loss: one clipped
+surrogate per agent (each with its own ratio, as in MAPPO), entropy, and value loss; the target actor
+and critic are copied from the trained ones every `target_interval` updates (the paper's copy interval
+z = 2). Seeds `vmap` over `init`/`train_chunk`.
 
 The RWGP history (last τ decisions: observations and sampled affinities) is carried per env through the
 rollout, stored with every transition and fed again in the update, so the GP is recomputed with the
@@ -16,7 +17,9 @@ continuations: their actions are ignored by the env, they add no policy or entro
 not pushed, and GAE does not discount across them (γ = 1), so returns are those of the decision process.
 
 Deviations (also in docs/design_notes.md): PPO updates after fixed batched rollouts rather than after each
-timestep (Algorithm 1); the critic is a state-value V(s) rather than Q(s, a) (see `nn.das.CentralCritic`).
+timestep (Algorithm 1); the critic is a state-value V(s) rather than Q(s, a) (see `nn.das.CentralCritic`);
+gradients are clipped per network (actor, critic) rather than jointly. The learned baselines DL² and
+RIFLING train with the same code: their fixed half (σ = 0) has no ratio.
 """
 
 from __future__ import annotations
