@@ -289,21 +289,22 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
         sub = params.bank.submit
         return (sub[jnp.maximum(job, 0)] - sub[first]).astype(jnp.float32) / params.load_scale
 
-    def _outside(self, state: GPUCloudState, params: GPUCloudParams):
-        """`(count i32, age f32)`: episode jobs that have arrived but wait outside a full pending list (the
-        first `OUTSIDE_WINDOW` of them), and Σ (t − arrival) over them (s)."""
+    def _waiting(self, state: GPUCloudState, params: GPUCloudParams):
+        """`(n_outside i32, age f32)`: the episode jobs that have arrived but wait outside a full pending
+        list (the first `OUTSIDE_WINDOW` of them), and Σ (t − arrival) (s) over every waiting job —
+        pending or outside."""
         idx = state.next_job + jnp.arange(OUTSIDE_WINDOW)
         arrival = self._arrival(params, state.first, jnp.minimum(idx, params.bank.submit.shape[0] - 1))
         out = (idx < state.end_job) & (arrival <= state.t)
-        return out.sum(), jnp.where(out, state.t - arrival, 0.0).sum()
-
-    def _age(self, state: GPUCloudState, params: GPUCloudParams) -> jax.Array:
-        """Σ (t − arrival) (s) over the episode's jobs in the system at `state.t`: running, pending, and
-        arrived but waiting outside a full pending list."""
-        running = jnp.where(state.run_job >= 0, state.t - state.run_arrival, 0.0).sum()
         q_job = state.q_rows[:, 0]
         pending = jnp.where(q_job >= 0, state.t - self._arrival(params, state.first, q_job), 0.0).sum()
-        return running + pending + self._outside(state, params)[1]
+        return out.sum(), pending + jnp.where(out, state.t - arrival, 0.0).sum()
+
+    @staticmethod
+    def _age(state: GPUCloudState, waiting_age: jax.Array) -> jax.Array:
+        """Σ (t − arrival) (s) over the episode's jobs in the system at `state.t`: the running ones plus
+        `waiting_age` (`_waiting`'s)."""
+        return jnp.where(state.run_job >= 0, state.t - state.run_arrival, 0.0).sum() + waiting_age
 
     def _update_speeds(self, state: GPUCloudState, params: GPUCloudParams, enabled=True) -> GPUCloudState:
         """A speed update when `enabled`: new φ draw, speeds of every running job, NIC loads."""
@@ -590,7 +591,7 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
 
     def step_env(self, key: jax.Array, state: GPUCloudState, action: GPUCloudAction, params: GPUCloudParams):
         cfg = self.config
-        age_before = self._age(state, params)
+        age_before = self._age(state, self._waiting(state, params)[1])
         # A call that continues an unfinished forward decides nothing: no job is visible to the round.
         decision = ~state.forwarding
         state = state.replace(view=jnp.where(decision, state.view, -1))
@@ -616,7 +617,8 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
         eq3_term = fin_term - params.alpha * fail_gpus.sum()
         # The JCT reward: job-seconds accrued in this call (ages of the jobs in the system, plus whole
         # JCTs of the jobs that finished), so an episode's rewards sum to −(Σ JCT) / (jct_unit · E).
-        accrued = self._age(state, params) - age_before + jnp.where(done, fin_jct, 0.0).sum()
+        waiting = self._waiting(state, params)  # also the next observation's load features
+        accrued = self._age(state, waiting[1]) - age_before + jnp.where(done, fin_jct, 0.0).sum()
         jct_term = -accrued / (params.jct_unit * params.episode_jobs.astype(jnp.float32))
         use_jct = params.reward_jct > 0
         acc_term = state.acc_term + jnp.where(use_jct, jct_term, eq3_term)
@@ -644,9 +646,10 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
             "finished_jct": fin_jct,
             "finished_fee": fin_fee,
         }
-        return self.observe(state, params), state, reward, terminated, truncated, info
+        return self.observe(state, params, waiting), state, reward, terminated, truncated, info
 
-    def observe(self, state: GPUCloudState, params: GPUCloudParams) -> GPUCloudObs:
+    def observe(self, state: GPUCloudState, params: GPUCloudParams, waiting=None) -> GPUCloudObs:
+        """The agents' view of `state` (`waiting`: `_waiting(state, params)` if already computed)."""
         cfg = self.config
         mask = state.view >= 0
         job = jnp.where(mask, state.q_rows[jnp.maximum(state.view, 0), 0], -1)
@@ -681,16 +684,14 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
         )
         # Load of the system, for the critic: pending and running occupancy, jobs waiting outside the
         # pending list, and the mean wait of every waiting job (in wait_norm units).
-        n_out, age_out = self._outside(state, params)
-        q_job = state.q_rows[:, 0]
-        age_q = jnp.where(q_job >= 0, state.t - self._arrival(params, state.first, q_job), 0.0).sum()
+        n_out, age_waiting = self._waiting(state, params) if waiting is None else waiting
         n_wait = jnp.maximum(state.q_len + n_out, 1).astype(jnp.float32)
         occupancy = jnp.stack(
             [
                 state.q_len / cfg.queue_capacity,
                 (state.run_job >= 0).mean(),
                 n_out / cfg.queue_capacity,
-                (age_q + age_out) / n_wait / params.wait_norm,
+                age_waiting / n_wait / params.wait_norm,
             ]
         )
         global_state = jnp.concatenate(

@@ -78,16 +78,23 @@ def per_episode_results(per: dict[str, np.ndarray]) -> dict:
     return {k: _stats(v) for k, v in per.items()}
 
 
-def eval_heuristics(cfg: DASConfig, episodes: int | None = None, json_path=None) -> dict:
-    """Run `cfg.eval.policies` on the held-out episodes (module docstring); print the table and write
-    `{policy: {metric: {mean, std, per_seed}}}` to `json_path` (default `<run dir>/eval.json`)."""
-    t0 = time.perf_counter()
-    env, _, test_params, starts = build_das(cfg)
+def build_for_eval(cfg: DASConfig, episodes: int | None = None):
+    """`build_das(cfg)` with the test episodes cut to `episodes` (default `cfg.eval.episodes`; None =
+    every held-out episode): `(env, train_params, test_params, starts)`."""
+    env, train_params, test_params, starts = build_das(cfg)
     n = cfg.eval.episodes if episodes is None else episodes
     if n is not None:
         if n < 1:
             raise ValueError(f"episodes must be >= 1, got {n}")
         starts = starts[: min(n, len(starts))]
+    return env, train_params, test_params, starts
+
+
+def eval_heuristics(cfg: DASConfig, episodes: int | None = None, json_path=None) -> dict:
+    """Run `cfg.eval.policies` on the held-out episodes (module docstring); print the table and write
+    `{policy: {metric: {mean, std, per_seed}}}` to `json_path` (default `<run dir>/eval.json`)."""
+    t0 = time.perf_counter()
+    env, _, test_params, starts = build_for_eval(cfg, episodes)
     keys = seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts))
     policies = {p: make_heuristic(p) for p in cfg.eval.policies}
     per = evaluate_on_episodes(env, test_params, policies, starts, keys)

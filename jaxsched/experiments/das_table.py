@@ -29,8 +29,8 @@ import numpy as np
 
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
 from jaxsched.agents.das import PRESETS
-from jaxsched.experiments.das_config import CLUSTER_SIZES, DASConfig, build_das, load_das_config
-from jaxsched.experiments.das_eval import EVAL_FILE, evaluate_on_episodes, seed_keys
+from jaxsched.experiments.das_config import CLUSTER_SIZES, DASConfig, load_das_config
+from jaxsched.experiments.das_eval import EVAL_FILE, build_for_eval, evaluate_on_episodes, seed_keys
 from jaxsched.experiments.stats import wilcoxon_signed_rank
 from jaxsched.policies.gpu_cloud import LABELS as HEURISTIC_LABELS
 from jaxsched.policies.gpu_cloud import make_heuristic
@@ -62,17 +62,10 @@ def label(name: str) -> str:
 
 
 # ---- collecting rows ----------------------------------------------------------------------------------
-def _test_episodes(cfg: DASConfig):
-    env, train_params, test_params, starts = build_das(cfg)
-    if cfg.eval.episodes is not None:
-        starts = starts[: cfg.eval.episodes]
-    return env, train_params, test_params, starts
-
-
 def heuristic_rows(cfg: DASConfig, built=None, load_scale: float | None = None) -> dict:
     """`{policy: {metric: [S, E]}}` of `cfg.eval.policies` on the test episodes (optionally at another
     arrival-rate multiplier)."""
-    env, _, test_params, starts = built if built is not None else _test_episodes(cfg)
+    env, _, test_params, starts = built if built is not None else build_for_eval(cfg)
     if load_scale is not None:
         test_params = test_params.replace(load_scale=jnp.float32(load_scale))
     keys = seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts))
@@ -100,7 +93,7 @@ def evaluate_planner(
     from jaxsched.experiments.das_eval import per_episode_results
     from jaxsched.policies.metaheuristics import make_malo, make_mosa, run_planner_episode
 
-    env, _, test_params, starts = _test_episodes(cfg)
+    env, _, test_params, starts = build_for_eval(cfg)
     starts = starts[: episodes or len(starts)]
     n_seeds = seeds or cfg.num_seeds
     keys = seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts))[:n_seeds]
@@ -140,7 +133,7 @@ def _cell(v, fmt: str) -> str:
     return "—" if v is None else f"{np.mean(v):{fmt}} ± {np.std(v):{fmt}}"
 
 
-def table1_lines(rows: dict, cluster: str, cfg: DASConfig) -> list[str]:
+def table1_lines(rows: dict, cluster: str) -> list[str]:
     """Markdown Table 1 for one cluster (with the paper's numbers beside ours)."""
     out = [
         "| scheduler | JCT (min) | Fee ($) | paper JCT | paper Fee | seeds × episodes |",
@@ -218,7 +211,7 @@ def load_level_rows(cfg: DASConfig, loads, variants) -> dict:
     test episodes with the arrival rate × load (the agents were trained at load 1)."""
     from jaxsched.experiments.das_train import evaluate_learned, final_actor_params
 
-    built = _test_episodes(cfg)
+    built = build_for_eval(cfg)
     env, train_params, test_params, starts = built
     actors = {}
     for v in variants:
@@ -269,7 +262,7 @@ def latency_rows(cfg: DASConfig, variants, planners=()) -> list[dict]:
     from jaxsched.agents.mappo import MAPPO, MAPPOConfig
     from jaxsched.policies.metaheuristics import decision_states, make_malo, make_mosa, time_per_decision
 
-    env, train_params, test_params, _ = _test_episodes(cfg)
+    env, train_params, test_params, _ = build_for_eval(cfg)
     obs_b, state_b = decision_states(env, test_params, jax.random.key(0), decisions=1, skip=200)
     obs = jax.tree.map(lambda x: x[0, 0], obs_b)
     visible = max(int(obs.job_mask.sum()), 1)
@@ -363,7 +356,7 @@ def run_from_args(args) -> int:
             f"## {cluster.capitalize()} cluster ({cfg.cluster.machines} machines × 8 GPUs): mean ± std over "
             f"seeds × test episodes of {cfg.env.episode_jobs:,} jobs"
         )
-        lines = [title, "", *table1_lines(rows, cluster, cfg), "", "Wilcoxon signed-rank tests:", "",
+        lines = [title, "", *table1_lines(rows, cluster), "", "Wilcoxon signed-rank tests:", "",
                  *significance_lines(tests)]  # fmt: skip
         rec = {
             "config": str(path),

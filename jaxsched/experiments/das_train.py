@@ -27,8 +27,8 @@ import yaml
 
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
 from jaxsched.agents.mappo import MAPPO, MAPPOConfig
-from jaxsched.experiments.das_config import DASConfig, build_das, das_config_from_dict
-from jaxsched.experiments.das_eval import EVAL_FILE, per_episode_results, seed_keys
+from jaxsched.experiments.das_config import DASConfig, das_config_from_dict
+from jaxsched.experiments.das_eval import EVAL_FILE, build_for_eval, per_episode_results, seed_keys
 from jaxsched.experiments.train import (
     CHECKPOINT_DIR,
     CONFIG_FILE,
@@ -108,7 +108,8 @@ def train_das(
     """Train one variant of `cfg` and evaluate it (module docstring); returns its run directory."""
     run_dir = run_dir_of(cfg, variant)
     t_build = time.perf_counter()
-    env, train_params, test_params, starts = build_das(cfg)
+    built = build_for_eval(cfg)
+    env, train_params, _, _ = built
     mcfg = cfg.mappo_config(variant)
     init, chunk, _ = programs(mcfg, env)
     if check_no_run(run_dir, resume) is not None:
@@ -133,7 +134,7 @@ def train_das(
         records, run_dir / CURVE_FILE, CURVE_METRICS,
         title=f"{cfg.name}: {VARIANT_LABELS[variant]}, {cfg.num_seeds} seeds (mean ± std)",
     )  # fmt: skip
-    results = evaluate_run(cfg, variant, (env, test_params, starts))
+    results = evaluate_run(cfg, variant, built)
     jct = np.asarray(results["avg_jct_min"]["values"])
     say(f"metrics: {run_dir / METRICS_FILE}  curve: {run_dir / CURVE_FILE}")
     say(
@@ -166,12 +167,9 @@ def evaluate_learned(cfg: DASConfig, variant: str, actor_params, env, test_param
 
 def evaluate_run(cfg: DASConfig, variant: str, built=None) -> dict:
     """Evaluate a variant's final checkpoint on the test episodes; write and return its `eval.json`
-    results (`{metric: {mean, std, per_seed, values [S][E]}}`)."""
-    env, train_params, test_params, starts = build_das(cfg)
-    if built is not None:
-        env, test_params, starts = built
-    if cfg.eval.episodes is not None:
-        starts = starts[: cfg.eval.episodes]
+    results (`{metric: {mean, std, per_seed, values [S][E]}}`). `built`: `build_for_eval(cfg)`'s
+    result, if the caller has it."""
+    env, train_params, test_params, starts = build_for_eval(cfg) if built is None else built
     t0 = time.perf_counter()
     actor = final_actor_params(cfg, variant, env, train_params)
     per = evaluate_learned(cfg, variant, actor, env, test_params, starts)
