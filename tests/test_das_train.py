@@ -17,7 +17,10 @@ from jaxsched.experiments.train import read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = ROOT / "configs" / "das" / "quick.yaml"
-SMALLER = ["workload.n_jobs=600", "env.episode_jobs=60", "env.max_forward_events=2", "eval.episodes=2"]
+SMALLER = [
+    "workload.n_jobs=600", "env.episode_jobs=60", "env.max_forward_events=2", "eval.episodes=2",
+    "mappo.imitation_updates=2",  # the warm start runs once, before the first chunk, and not on resume
+]  # fmt: skip
 
 
 def quick(out_dir, *extra):
@@ -42,6 +45,10 @@ def test_train_writes_metrics_checkpoint_curve_and_eval(full_run):
     jct = np.asarray(payload["results"]["avg_jct_min"]["values"])
     assert jct.shape == (2, 2) and np.all(np.isfinite(jct)) and np.all(jct > 0)
     assert payload["results"]["finished"]["mean"] == 60  # every test job finished
+    imitation = [json.loads(line) for line in (run_dir / "imitation.jsonl").read_text().splitlines()]
+    assert [r["update"] for r in imitation] == [1, 2]
+    assert all(len(r["imitation_loss"]) == cfg.num_seeds for r in imitation)
+    assert np.all(np.isfinite([r["imitation_loss"] for r in imitation]))
 
 
 def test_resume_after_a_kill_is_exact(full_run, tmp_path):

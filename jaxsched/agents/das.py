@@ -89,6 +89,11 @@ class DASAgentConfig:
     # posterior's σ shrinks towards 0 as the history explains the affinities, which makes PPO's ratio
     # over M affinities per job explode; a floor keeps it finite.
     std_min: float = 0.0
+    # Machine identity features: [k / (M − 1), one-hot(k)] appended to every machine's observation. The
+    # paper's machine state (free resources, utilisation) cannot tell two machines in the same state
+    # apart, so no learned placement head can express FirstFit or a fixed per-machine preference (the
+    # machines' hidden speeds); the scheduler of a fixed cluster knows its machine ids. Off = the paper.
+    machine_index: bool = False
 
     def __post_init__(self):
         if self.ordering not in ORDERINGS:
@@ -124,6 +129,15 @@ class DASAgentConfig:
         return cls(**{**PRESETS[name], **overrides})
 
 
+def with_machine_index(machines: jnp.ndarray) -> jnp.ndarray:
+    """`f32[..., M, v] -> f32[..., M, v + 1 + M]`: each machine's row gets `k / (M − 1)` and `one-hot(k)`."""
+    m = machines.shape[-2]
+    k = jnp.arange(m)
+    ident = jnp.concatenate([(k / max(m - 1, 1))[:, None], jnp.eye(m)], axis=-1).astype(machines.dtype)
+    ident = jnp.broadcast_to(ident, machines.shape[:-1] + ident.shape[-1:])
+    return jnp.concatenate([machines, ident], axis=-1)
+
+
 def empty_history(cfg: DASAgentConfig, n_slots: int, n_machines: int) -> RWGPHistory:
     """The RWGP's ring buffer of the last τ decisions, empty (also carried by the MLP variants, unused)."""
     return RWGPHistory.empty(cfg.tau, n_slots, n_machines, N_JOB_FEATURES, N_MACHINE_FEATURES)
@@ -144,6 +158,9 @@ class DASActor(nn.Module):
             in_axes=0,
         )(cfg.hidden, cfg.heads, cfg.message, cfg.position, name="ordering")
         rwgp = cfg.placement == "rwgp"
+        if cfg.machine_index:
+            obs = obs.replace(machines=with_machine_index(obs.machines))
+            history = history.replace(mach_obs=with_machine_index(history.mach_obs))
         mask = obs.job_mask
         n = mask.shape[0]
         # The current observation first, then (RWGP only) the history's, through one shared encoder.

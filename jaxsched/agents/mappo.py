@@ -16,6 +16,9 @@ Non-decision calls (an env with `max_forward_events` continuing a forward, `obs.
 continuations: their actions are ignored by the env, they add no policy or entropy term, the history is
 not pushed, and GAE does not discount across them (γ = 1), so returns are those of the decision process.
 
+The critic learns standardised returns (MAPPO's value normalisation, `value_norm`), and the actors can
+start from a fit to a heuristic teacher (`imitation_updates`, `agents.imitation`: DL²'s supervised stage).
+
 Deviations (also in docs/design_notes.md): PPO updates after fixed batched rollouts rather than after each
 timestep (Algorithm 1); the critic is a state-value V(s) rather than Q(s, a) (see `nn.das.CentralCritic`);
 gradients are clipped per network (actor, critic) rather than jointly. The learned baselines DL² and
@@ -39,6 +42,7 @@ from jaxsched.core.wrappers import LogWrapper, masked_mean
 from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudObs
 from jaxsched.nn.das import CentralCritic, masked_normal_entropy, masked_normal_log_prob
 from jaxsched.nn.rwgp import RWGPHistory
+from jaxsched.policies.gpu_cloud import HEURISTICS
 
 LR_GRID = (1e-4, 5e-5, 1e-5, 5e-6, 1e-6)  # App. D
 
@@ -63,13 +67,34 @@ class MAPPOConfig:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     target_interval: int = 2
+    # MAPPO's value normalisation (Yu et al. 2022): the critic predicts returns standardised by running
+    # statistics of the GAE targets. Without it a tanh critic whose outputs start near 0 needs ~|V|/lr Adam
+    # steps to reach returns of −50…−500 (the JCT reward), and the advantages stay the raw returns. Off by
+    # default: from scratch on the tiny cluster (lr 1e-3) it made DA worse (357 against 302 min); the
+    # warm-started recipe of configs/das/small.yaml turns it on.
+    value_norm: bool = False
+    # Imitation warm start (agents.imitation; DL²'s supervised stage): 0 = start MAPPO from scratch.
+    imitation_updates: int = 0
+    imitation_teacher: str = "fifo_firstfit"
+    imitation_lr: float = 1e-3
+    imitation_std: float = 0.1  # the σ the learned Gaussians are fitted to
+    imitation_dagger: float = 0.5  # fraction of the imitation updates in which the learner acts
 
     def __post_init__(self):
         object.__setattr__(self, "critic_hidden", tuple(int(h) for h in self.critic_hidden))
         check_schedule(self, "mappo")
         if self.target_interval < 1:
             raise ValueError(f"mappo.target_interval must be >= 1, got {self.target_interval}")
-        for name in ("lr", "clip_eps", "max_grad_norm"):
+        if not 0 <= self.imitation_dagger <= 1:
+            raise ValueError(f"mappo.imitation_dagger must be in [0, 1], got {self.imitation_dagger}")
+        if self.imitation_updates < 0:
+            raise ValueError(f"mappo.imitation_updates must be >= 0, got {self.imitation_updates}")
+        if self.imitation_teacher not in HEURISTICS:
+            raise ValueError(
+                f"mappo.imitation_teacher must be one of {', '.join(HEURISTICS)}, "
+                f"got {self.imitation_teacher!r}"
+            )
+        for name in ("lr", "clip_eps", "max_grad_norm", "imitation_lr", "imitation_std"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"mappo.{name} must be > 0, got {getattr(self, name)}")
         for name in ("gamma", "gae_lambda"):
@@ -89,6 +114,7 @@ class MAPPORunner:
     env_state: Any  # LogState of [num_envs] envs
     obs: Any  # GPUCloudObs [num_envs, ...]
     history: RWGPHistory  # [num_envs, τ, ...]
+    value_stats: jnp.ndarray  # f32[3] value normalisation: (debias weight, EMA of targets, EMA of squares)
     key: jnp.ndarray  # raw key data
     update: jnp.ndarray  # i32
 
@@ -105,6 +131,24 @@ class MAPPOTransition:
     decision: jnp.ndarray  # bool[B] the env used the action
     done: jnp.ndarray  # bool[B]
     next_value: jnp.ndarray  # f32[B] V of the pre-reset next state (0 after termination)
+
+
+VALUE_NORM_BETA = 0.99  # per update: the statistics follow the returns as the policy improves
+
+
+def value_moments(stats: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """`(mean, std)` of the value normaliser `stats` (`f32[3]`); `(0, 1)` before its first update."""
+    seen = stats[0] > 0
+    w = jnp.where(seen, stats[0], 1.0)
+    mean = stats[1] / w
+    std = jnp.sqrt(jnp.maximum(stats[2] / w - mean**2, 1e-4))
+    return jnp.where(seen, mean, 0.0), jnp.where(seen, std, 1.0)
+
+
+def update_value_stats(stats: jnp.ndarray, targets: jnp.ndarray) -> jnp.ndarray:
+    """Fold one batch of return targets into the debiased EMA `stats` (MAPPO's ValueNorm)."""
+    batch = jnp.stack([jnp.float32(1.0), targets.mean(), jnp.square(targets).mean()])
+    return VALUE_NORM_BETA * stats + (1 - VALUE_NORM_BETA) * batch
 
 
 def gae(traj: MAPPOTransition, gamma, lam):
@@ -124,15 +168,35 @@ class MAPPO:
         self.critic = CentralCritic(config.critic_hidden)
 
     # ---- pieces ----------------------------------------------------------------------------------
-    def optimizer(self) -> optax.GradientTransformation:
-        """Adam with the gradient norm clipped per network: one global clip would let the critic's
-        gradient (which grows with the return's scale) shrink the actors' steps."""
+    def optimizer(self, lr: float | None = None) -> optax.GradientTransformation:
+        """Adam (at `lr`, default `config.lr`) with the gradient norm clipped per network: one global
+        clip would let the critic's gradient (which grows with the return's scale) shrink the actors'
+        steps."""
         cfg = self.config
-        one = lambda: optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.lr, eps=1e-5))  # noqa: E731
+        lr = cfg.lr if lr is None else lr
+        one = lambda: optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr, eps=1e-5))  # noqa: E731
         return optax.multi_transform(
             {"actor": one(), "critic": one()},
             lambda params: {k: jax.tree.map(lambda _, k=k: k, v) for k, v in params.items()},
         )
+
+    def value(self, critic_params, value_stats, global_state):
+        """V(s) in return units for one state: the critic's output, de-standardised when `value_norm`."""
+        v = self.critic.apply(critic_params, global_state)
+        if not self.config.value_norm:
+            return v
+        mean, std = value_moments(value_stats)
+        return v * std + mean
+
+    def critic_loss(self, critic_params, value_stats, batch: MAPPOTransition, targets):
+        """PPO's clipped value loss, in the standardised units when `value_norm` (so that its weight
+        against the actor does not depend on the return's scale)."""
+        cfg = self.config
+        mean, std = value_moments(value_stats) if cfg.value_norm else (0.0, 1.0)
+        value = jax.vmap(lambda g: self.critic.apply(critic_params, g))(batch.obs.global_state)
+        old, targets = (batch.value - mean) / std, (targets - mean) / std
+        v_clipped = old + jnp.clip(value - old, -cfg.clip_eps, cfg.clip_eps)
+        return 0.5 * jnp.maximum((value - targets) ** 2, (v_clipped - targets) ** 2).mean()
 
     def _history0(self):
         c = self.base_env.config
@@ -189,6 +253,7 @@ class MAPPO:
             env_state=env_state,
             obs=obs,
             history=history,
+            value_stats=jnp.zeros((3,), jnp.float32),
             key=jax.random.key_data(k_run),
             update=jnp.int32(0),
         )
@@ -212,11 +277,13 @@ class MAPPO:
         history = jax.tree.map(lambda a, b: jnp.where(decision, a, b), pushed, history)
         return jax.tree.map(lambda a, b: jnp.where(done, a, b), history.clear(), history)
 
-    def rollout(self, runner: MAPPORunner, key: jax.Array):
+    def rollout(self, runner: MAPPORunner, key: jax.Array, act=None):
+        """`num_steps` vmapped env calls acting with the target actor, or with `act(actor_params, obs,
+        history, key) -> (GPUCloudAction, log_prob f32[2])` for one env (the imitation teacher)."""
         cfg = self.config
         step = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))
-        act = jax.vmap(self.act, in_axes=(None, 0, 0, 0))
-        value = jax.vmap(lambda p, g: self.critic.apply(p, g), in_axes=(None, 0))
+        act = jax.vmap(self.act if act is None else act, in_axes=(None, 0, 0, 0))
+        value = jax.vmap(lambda p, g: self.value(p, runner.value_stats, g), in_axes=(None, 0))
         target = runner.target
 
         def body(carry, k):
@@ -248,7 +315,7 @@ class MAPPO:
         )
         return runner.replace(env_state=env_state, obs=obs, history=history), traj, log
 
-    def loss(self, params, batch: MAPPOTransition, adv, targets):
+    def loss(self, params, value_stats, batch: MAPPOTransition, adv, targets):
         cfg = self.config
         lp, ent = jax.vmap(self.log_prob_entropy, in_axes=(None, 0, 0, 0, 0))(
             params["actor"], batch.obs, batch.history, batch.priority, batch.affinity
@@ -268,9 +335,7 @@ class MAPPO:
         learns = jnp.array([agent.learns_ordering, agent.learns_placement], jnp.float32)
         actor = -((surrogate * d[:, None]).sum(axis=0) * learns).sum() / n
         entropy = (ent * d).sum() / n
-        value = jax.vmap(lambda g: self.critic.apply(params["critic"], g))(batch.obs.global_state)
-        v_clipped = batch.value + jnp.clip(value - batch.value, -cfg.clip_eps, cfg.clip_eps)
-        critic = 0.5 * jnp.maximum((value - targets) ** 2, (v_clipped - targets) ** 2).mean()
+        critic = self.critic_loss(params["critic"], value_stats, batch, targets)
         total = actor + cfg.vf_coef * critic - cfg.ent_coef * entropy
         aux = {
             "actor_loss": actor,
@@ -288,18 +353,27 @@ class MAPPO:
         key, k_roll, k_perm = jax.random.split(key, 3)
         runner, traj, log = self.rollout(runner, k_roll)
         adv, targets = gae(traj, cfg.gamma, cfg.gae_lambda)
+        value_stats = update_value_stats(runner.value_stats, targets)
         n = cfg.num_envs * cfg.num_steps
         flat = jax.tree.map(lambda a: a.reshape((n,) + a.shape[2:]), (traj, adv, targets))
+        loss = lambda p, b: self.loss(p, value_stats, *b)  # noqa: E731
         (params, opt_state), aux = sgd_epochs(
-            lambda p, b: self.loss(p, *b), self.optimizer(), runner.params, runner.opt_state, flat, k_perm,
-            cfg.update_epochs, cfg.num_minibatches,
-        )  # fmt: skip
+            loss,
+            self.optimizer(),
+            runner.params,
+            runner.opt_state,
+            flat,
+            k_perm,
+            cfg.update_epochs,
+            cfg.num_minibatches,
+        )
         update = runner.update + 1
         copy = update % cfg.target_interval == 0
         target = jax.tree.map(lambda new, old: jnp.where(copy, new, old), params, runner.target)
         runner = runner.replace(
-            params=params, target=target, opt_state=opt_state, key=jax.random.key_data(key), update=update
-        )
+            params=params, target=target, opt_state=opt_state, value_stats=value_stats,
+            key=jax.random.key_data(key), update=update,
+        )  # fmt: skip
         done = log["returned_episode"]
         metrics = {k: v.mean() for k, v in aux.items()}
         metrics["episodes"] = done.sum()

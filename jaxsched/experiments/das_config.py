@@ -14,7 +14,8 @@ A DAS config says `kind: das` and has these sections (every field optional; defa
     workload: {source: pai_like | pai, n_jobs, train_frac, bank_seed, mean_interarrival_s,
                job_csv, task_csv, group_tag_csv}
     eval:     {seed, episodes, policies}
-    agent:    {variants: [das, da, da_mc, da_rwgp, dl2, rifling], hidden, heads, tau, prior_mean, std_min}
+    agent:    {variants: [das, da, da_mc, da_rwgp, dl2, rifling], hidden, heads, tau, prior_mean, std_min,
+              machine_index}
     mappo:    {num_envs, num_steps, total_updates, updates_per_chunk, update_epochs, num_minibatches,
                critic_hidden, lr, gamma, gae_lambda, clip_eps, ent_coef, vf_coef, max_grad_norm,
                target_interval}   (MAPPOConfig's fields; `jaxsched train` trains each variant in turn)
@@ -135,6 +136,7 @@ class AgentSection:
     tau: int = 8
     prior_mean: str = "learned"
     std_min: float = 0.0
+    machine_index: bool = False
 
     def __post_init__(self):
         if not self.variants:
@@ -152,7 +154,7 @@ class AgentSection:
     def agent_config(self, variant: str) -> DASAgentConfig:
         return DASAgentConfig.preset(
             variant, hidden=self.hidden, heads=self.heads, tau=self.tau, prior_mean=self.prior_mean,
-            std_min=self.std_min,
+            std_min=self.std_min, machine_index=self.machine_index,
         )  # fmt: skip
 
 

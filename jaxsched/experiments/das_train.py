@@ -6,7 +6,8 @@ held-out test episodes.
 
 A variant's run directory holds `config.yaml` (the resolved config), `metrics.jsonl` (one line per update,
 one value per seed), `checkpoints/` (the vmapped MAPPO runner after each chunk; `--resume` continues
-from the last, as for DBF runs), `learning_curve.png` and `eval.json`: the greedy policy (the Gaussians'
+from the last, as for DBF runs), `imitation.jsonl` (the warm start's per-update losses, when
+`mappo.imitation_updates` > 0; it runs once, before the first chunk), `learning_curve.png` and `eval.json`: the greedy policy (the Gaussians'
 means) of every seed on every test episode, with the evaluation keys of the heuristics
 (`das_eval.seed_keys`), so seed i of a learned scheduler and seed i of a heuristic see the same
 fluctuation draws — a paired comparison (`jaxsched table das`).
@@ -26,6 +27,7 @@ import numpy as np
 import yaml
 
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
+from jaxsched.agents.imitation import pretrain
 from jaxsched.agents.mappo import MAPPO, MAPPOConfig
 from jaxsched.experiments.das_config import DASConfig, das_config_from_dict
 from jaxsched.experiments.das_eval import EVAL_FILE, build_for_eval, per_episode_results, seed_keys
@@ -43,13 +45,15 @@ from jaxsched.experiments.train import (
     weighted_episode_mean,
 )
 
+IMITATION_FILE = "imitation.jsonl"
 CURVE_METRICS = ("episode_return", "avg_jct_min", "avg_fee", "entropy")
 _PROGRAMS: dict = {}
 
 
 def programs(mappo_config: MAPPOConfig, env):
-    """Jitted `init(keys, env_params)`, `chunk(runner, env_params)` (vmapped over seeds) and
-    `evaluate(actor_params [S], env_params, starts [E], keys [S, E]) -> {metric: [S, E]}`."""
+    """Jitted `init(keys, env_params)`, `chunk(runner, env_params)` (vmapped over seeds),
+    `evaluate(actor_params [S], env_params, starts [E], keys [S, E]) -> {metric: [S, E]}` and
+    `warm_start(runner, env_params) -> (runner, imitation metrics [S, imitation_updates])`."""
     cache_key = (mappo_config, env.config)
     if cache_key not in _PROGRAMS:
 
@@ -68,7 +72,10 @@ def programs(mappo_config: MAPPOConfig, env):
             over_episodes = jax.vmap(one, in_axes=(None, 0, 0))
             return jax.vmap(over_episodes, in_axes=(0, None, 0))(actor_params, starts, keys)
 
-        _PROGRAMS[cache_key] = (jax.jit(init), jax.jit(chunk), jax.jit(evaluate))
+        def warm_start(runner, env_params):
+            return jax.vmap(lambda r: pretrain(MAPPO(mappo_config, env, env_params), r))(runner)
+
+        _PROGRAMS[cache_key] = (jax.jit(init), jax.jit(chunk), jax.jit(evaluate), jax.jit(warm_start))
     return _PROGRAMS[cache_key]
 
 
@@ -111,16 +118,20 @@ def train_das(
     built = build_for_eval(cfg)
     env, train_params, _, _ = built
     mcfg = cfg.mappo_config(variant)
-    init, chunk, _ = programs(mcfg, env)
-    if check_no_run(run_dir, resume) is not None:
+    init, chunk, _, warm_start = programs(mcfg, env)
+    resuming = check_no_run(run_dir, resume) is not None
+    if resuming:
         _check_resumable(cfg, run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     header = f"# resolved config written by `jaxsched train` (variant {variant})\n"
     (run_dir / CONFIG_FILE).write_text(
         header + yaml.safe_dump(cfg.to_dict(), sort_keys=False, default_flow_style=None, width=110)
     )
+    start = init
+    if mcfg.imitation_updates and not resuming:
+        start = lambda keys, params: _imitation_start(init, warm_start, mcfg, run_dir, keys, params, progress)  # noqa: E731
     records = train_chunks(
-        run_dir, f"{cfg.name}/{variant}", init, chunk, training_keys(cfg), train_params,
+        run_dir, f"{cfg.name}/{variant}", start, chunk, training_keys(cfg), train_params,
         total=mcfg.total_updates, per_chunk=mcfg.updates_per_chunk,
         steps_per_update=mcfg.num_envs * mcfg.num_steps, summary=_summary, resume=resume,
         progress=progress, stop_after_chunks=stop_after_chunks, t_build=t_build,
@@ -144,13 +155,34 @@ def train_das(
     return run_dir
 
 
+def _imitation_start(init, warm_start, mcfg: MAPPOConfig, run_dir: Path, keys, params, progress: bool):
+    """A fresh runner fitted to the imitation teacher (`agents.imitation`); its per-update metrics (one
+    value per seed) go to `imitation.jsonl`."""
+    say = print if progress else (lambda *a, **k: None)
+    t0 = time.perf_counter()
+    runner, metrics = warm_start(init(keys, params), params)
+    metrics = {k: np.asarray(v) for k, v in jax.device_get(metrics).items()}  # [S, U]
+    lines = [
+        json.dumps({"update": u + 1, **{k: v[:, u].tolist() for k, v in metrics.items()}}) + "\n"
+        for u in range(mcfg.imitation_updates)
+    ]
+    (run_dir / IMITATION_FILE).write_text("".join(lines))
+    loss = metrics["imitation_loss"].mean(axis=0)
+    say(
+        f"imitation warm start ({mcfg.imitation_teacher}, {mcfg.imitation_updates} updates) in "
+        f"{time.perf_counter() - t0:.1f} s: loss {loss[0]:.3f} → {loss[-1]:.3f}, "
+        f"mean error {metrics['imitation_mean_mse'].mean(axis=0)[-1]:.4f}"
+    )
+    return runner
+
+
 def final_actor_params(cfg: DASConfig, variant: str, env, train_params):
     """The actor parameters `[S, ...]` of a variant's last checkpoint."""
     run_dir = run_dir_of(cfg, variant)
     latest = check_no_run(run_dir, resume=True)
     if latest is None:
         raise FileNotFoundError(f"no checkpoint in {run_dir / CHECKPOINT_DIR}: train it first")
-    init, _, _ = programs(cfg.mappo_config(variant), env)
+    init, *_ = programs(cfg.mappo_config(variant), env)
     mngr = checkpoint_manager(run_dir, read_only=True)
     runner = restore_runner(mngr, latest, abstract_state(init, training_keys(cfg), train_params))
     mngr.close()
@@ -159,7 +191,7 @@ def final_actor_params(cfg: DASConfig, variant: str, env, train_params):
 
 def evaluate_learned(cfg: DASConfig, variant: str, actor_params, env, test_params, starts):
     """Greedy episodes of every seed's actor on every test episode → `{metric: [S, E]}` (numpy)."""
-    _, _, evaluate = programs(cfg.mappo_config(variant), env)
+    _, _, evaluate, _ = programs(cfg.mappo_config(variant), env)
     keys = seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts))
     out = evaluate(actor_params, test_params, jnp.asarray(starts, jnp.int32), keys)
     return {k: np.asarray(v) for k, v in jax.device_get(out).items()}

@@ -1,0 +1,75 @@
+"""Greedy test JCT of a DAS variant along its training: after the imitation warm start and after every
+`--every` MAPPO updates, on the config's held-out episodes with the heuristics' evaluation keys (paired).
+
+    python benchmarks/das_probe.py configs/das/small.yaml --variant das --every 50 --stages 6 \
+        --set mappo.num_envs=64 --json probe.json
+
+Where `jaxsched train` evaluates only the final parameters, this shows how noisy the greedy policy is
+from one checkpoint to the next, which decides how many updates and seeds a comparison needs. Nothing is
+checkpointed; the JSON holds `{stage: JCT [seeds, episodes]}`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsched.agents.imitation import pretrain
+from jaxsched.agents.mappo import MAPPO
+from jaxsched.experiments.das_config import load_das_config
+from jaxsched.experiments.das_eval import build_for_eval, seed_keys
+from jaxsched.experiments.das_train import training_keys
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("config")
+    p.add_argument("--variant", default="das")
+    p.add_argument("--every", type=int, default=50, help="MAPPO updates between evaluations")
+    p.add_argument("--stages", type=int, default=4, help="number of evaluations after the warm start")
+    p.add_argument("--set", action="append", default=[], help="config override, e.g. mappo.lr=3e-5")
+    p.add_argument("--json", default=None)
+    args = p.parse_args(argv)
+
+    cfg = load_das_config(args.config, args.set)
+    env, train_params, test_params, starts = build_for_eval(cfg)
+    mcfg = dataclasses.replace(cfg.mappo_config(args.variant), updates_per_chunk=args.every)
+    mappo = MAPPO(mcfg, env, train_params)
+    keys = seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts))
+
+    def episode(actor, start, key):
+        return mappo.run_episode(actor, test_params.replace(starts=start[None]), key, greedy=True)
+
+    evaluate = jax.jit(jax.vmap(jax.vmap(episode, in_axes=(None, 0, 0)), in_axes=(0, None, 0)))
+    chunk = jax.jit(jax.vmap(mappo.train_chunk))
+    out, t0 = {}, time.perf_counter()
+
+    def record(stage, runner):
+        jct = np.asarray(evaluate(runner.params["actor"], jnp.asarray(starts), keys)["avg_jct_min"])
+        out[stage] = jct.tolist()
+        print(
+            f"{args.variant} {stage}: test JCT {jct.mean():,.1f} ± {jct.std():,.1f} min, per seed "
+            f"{np.round(jct.mean(axis=1)).tolist()} ({time.perf_counter() - t0:.0f} s)",
+            flush=True,
+        )
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"variant": args.variant, "overrides": args.set, "jct": out}, f)
+
+    runner = jax.jit(jax.vmap(mappo.init))(training_keys(cfg))
+    if mcfg.imitation_updates:
+        runner, _ = jax.jit(jax.vmap(lambda r: pretrain(mappo, r)))(runner)
+    record("warm_start" if mcfg.imitation_updates else "init", runner)
+    for stage in range(1, args.stages + 1):
+        runner, _ = chunk(runner)
+        record(f"update_{stage * args.every}", runner)
+
+
+if __name__ == "__main__":
+    main()

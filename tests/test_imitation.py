@@ -1,0 +1,107 @@
+"""The imitation warm start (agents.imitation), MAPPO's value normalisation and the machine-id features:
+rank targets by hand, rank targets act exactly like their teacher, and a warm-started agent with machine
+ids reproduces FIFO-FirstFit's schedules on held-out episodes."""
+
+from __future__ import annotations
+
+import functools
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxsched.agents.das import DASActor, DASAgentConfig, empty_history, with_machine_index
+from jaxsched.agents.imitation import pretrain, rank_targets, teacher_action
+from jaxsched.agents.mappo import MAPPO, MAPPOConfig, update_value_stats, value_moments
+from jaxsched.envs.gpu_cloud import GPUCloudConfig, GPUCloudEnv
+from jaxsched.experiments.evaluate import run_episode
+from jaxsched.policies.gpu_cloud import make_heuristic
+from jaxsched.workloads.ddl import V100_MACHINE, drop_too_large, generate_pai_like, train_test_split
+
+
+def test_rank_targets_by_hand():
+    got = rank_targets(jnp.array([3.0, 1.0, 2.0, 5.0]), jnp.array([True, True, True, False]))
+    np.testing.assert_allclose(got, [2 / 3, -2 / 3, 0.0, 0.0], atol=1e-6)  # the padded 5 is ignored
+    ties = rank_targets(jnp.array([1.0, 1.0, 0.0]), jnp.ones(3, bool))  # tie → the lower index first
+    np.testing.assert_allclose(ties, [2 / 3, 0.0, -2 / 3], atol=1e-6)
+
+
+@functools.cache
+def tiny_cluster():
+    """4 machines of speeds 1.6, 1.2, 0.8, 0.4 at load ×1.5: the testbed of test_mappo's tiny run."""
+    m = 4
+    env = GPUCloudEnv(
+        GPUCloudConfig(n_machines=m, n_slots=4, queue_capacity=8, max_running=8, max_forward_events=2)
+    )
+    bank = generate_pai_like(jax.random.key(0), 3000)
+    caps = [np.full(m, V100_MACHINE[k], np.int32) for k in ("gpu", "cpu", "mem")]
+    train, test = train_test_split(drop_too_large(bank, *caps)[0], 0.8)
+    kw = dict(episode_jobs=30, load_scale=1.5, perf=np.array([1.6, 1.2, 0.8, 0.4], np.float32), reward="jct")
+    return env, env.make_params(train, **kw), env.make_params(test, **kw)
+
+
+def _episodes(env, params, policy, n=16):
+    keys = jax.random.split(jax.random.key(7), n)
+    return jax.jit(jax.vmap(lambda k: run_episode(env, params, policy, None, k)))(keys)
+
+
+@pytest.mark.parametrize("teacher", ["fifo_firstfit", "drf_loadbalance", "tetris"])
+def test_rank_targets_act_like_the_teacher(teacher):
+    env, _, params = tiny_cluster()
+    as_targets = teacher_action(teacher)
+    direct = _episodes(env, params, make_heuristic(teacher))
+    via_targets = _episodes(env, params, lambda p, obs, k: as_targets(obs))
+    chex.assert_trees_all_equal(direct, via_targets)
+
+
+def test_value_stats_are_a_debiased_ema():
+    stats = jnp.zeros(3)
+    mean, std = value_moments(stats)
+    assert (float(mean), float(std)) == (0.0, 1.0)  # before the first update: identity
+    t = jnp.array([-10.0, -30.0])
+    mean, std = value_moments(update_value_stats(stats, t))
+    np.testing.assert_allclose([mean, std], [-20.0, 10.0], rtol=1e-5)  # debiased: exact after one batch
+    for _ in range(2000):
+        stats = update_value_stats(stats, jnp.array([5.0, 5.0]))
+    mean, std = value_moments(stats)
+    np.testing.assert_allclose(mean, 5.0, rtol=1e-5)
+    assert float(std) == pytest.approx(1e-2, rel=1e-3)  # the variance floor, never 0
+
+
+def test_machine_ids_break_the_tie_between_identical_machines():
+    ids = with_machine_index(jnp.zeros((2, 3, 5)))  # [batch, M, v]
+    assert ids.shape == (2, 3, 5 + 1 + 3)
+    np.testing.assert_allclose(ids[0, :, 5], [0.0, 0.5, 1.0])
+    np.testing.assert_allclose(ids[1, :, 6:], np.eye(3))
+    env, params, _ = tiny_cluster()
+    obs, _ = env.reset(jax.random.key(0), params)
+    obs = obs.replace(machines=jnp.zeros_like(obs.machines))  # four machines in the same state
+    history = empty_history(DASAgentConfig(), env.config.n_slots, env.config.n_machines)
+    for machine_index in (False, True):
+        actor = DASActor(DASAgentConfig.preset("da", hidden=16, heads=2, tau=2, machine_index=machine_index))
+        pol = actor.apply(actor.init(jax.random.key(1), obs, history), obs, history)
+        row = np.asarray(pol.aff_mu[0])
+        assert (len(np.unique(row)) > 1) == machine_index, row
+
+
+def test_warm_start_reproduces_fifo_firstfit():
+    """DA with machine ids after 30 imitation updates (half of them DAgger) schedules 32 held-out
+    episodes exactly as FIFO-FirstFit does (its greedy action ranks jobs and machines the same way)."""
+    env, train_params, test_params = tiny_cluster()
+    cfg = MAPPOConfig(
+        agent=DASAgentConfig.preset("da", hidden=32, heads=2, tau=4, machine_index=True, std_min=0.1),
+        num_envs=16, num_steps=32, update_epochs=4, num_minibatches=4, critic_hidden=(64, 64),
+        imitation_updates=30, imitation_dagger=0.5,
+    )  # fmt: skip
+    m = MAPPO(cfg, env, train_params)
+    runner, metrics = jax.jit(lambda k: pretrain(m, m.init(k)))(jax.random.key(0))
+    loss = np.asarray(metrics["imitation_loss"])
+    assert loss.shape == (30,) and loss[-1] < 0.2 * loss[0]
+    chex.assert_trees_all_equal(runner.target, runner.params)  # rollouts start from the fitted policy
+    keys = jax.random.split(jax.random.key(7), 32)
+    agent = jax.jit(jax.vmap(lambda k: m.run_episode(runner.params["actor"], test_params, k)))(keys)
+    teacher = _episodes(env, test_params, make_heuristic("fifo_firstfit"), n=32)
+    same = np.isclose(np.asarray(agent["avg_jct_min"]), np.asarray(teacher["avg_jct_min"]), rtol=1e-5)
+    assert same.mean() >= 0.9, same.mean()
