@@ -51,8 +51,9 @@ def teacher_action(teacher: str):
 def imitation_loss(mappo, params, value_stats, batch, value_targets):
     """Mean squared error of the learned means to the teacher's rank targets, plus
     `(log σ − log imitation_std)²` for every learned Gaussian, plus the critic's squared error to the
-    teacher's λ-returns (weighted by `vf_coef`). `batch` is a `MAPPOTransition` minibatch whose actions
-    are the teacher's; non-decision calls carry no actor term."""
+    λ-returns of whoever acted (weighted by `vf_coef`). `batch` is a `MAPPOTransition` minibatch; the
+    labels are the teacher's action on each observation (computed here, so they hold whether the
+    teacher or the learner acted); non-decision calls carry no actor term."""
     cfg = mappo.config
     agent = cfg.agent
     log_std_target = jnp.log(cfg.imitation_std)

@@ -7,8 +7,9 @@ held-out test episodes.
 A variant's run directory holds `config.yaml` (the resolved config), `metrics.jsonl` (one line per update,
 one value per seed), `checkpoints/` (the vmapped MAPPO runner after each chunk; `--resume` continues
 from the last, as for DBF runs), `imitation.jsonl` (the warm start's per-update losses, when
-`mappo.imitation_updates` > 0; it runs once, before the first chunk), `learning_curve.png` and `eval.json`: the greedy policy (the Gaussians'
-means) of every seed on every test episode, with the evaluation keys of the heuristics
+`mappo.imitation_updates` > 0; it runs once, before the first chunk), `learning_curve.png` and
+`eval.json`: the greedy policy (the Gaussians' means) of every seed on every test episode, with the
+evaluation keys of the heuristics
 (`das_eval.seed_keys`), so seed i of a learned scheduler and seed i of a heuristic see the same
 fluctuation draws — a paired comparison (`jaxsched table das`).
 

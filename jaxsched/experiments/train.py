@@ -252,7 +252,7 @@ def train_chunks(
         compiled = chunk.lower(runner, train_params).compile()
         say(
             f"{name}: {num_seeds} seed(s) × {steps_per_update:,} env steps per update; "
-            f"built and compiled in {time.perf_counter() - t_build:.1f} s"
+            f"built, initialised and compiled in {time.perf_counter() - t_build:.1f} s"
         )
     t0 = time.perf_counter()
     chunks = 0
