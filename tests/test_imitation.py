@@ -4,21 +4,18 @@ ids reproduces FIFO-FirstFit's schedules on held-out episodes."""
 
 from __future__ import annotations
 
-import functools
-
 import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from tiny_gpu_cloud import tiny_cluster
 
 from jaxsched.agents.das import DASActor, DASAgentConfig, empty_history, with_machine_index
 from jaxsched.agents.imitation import pretrain, rank_targets, teacher_action
 from jaxsched.agents.mappo import MAPPO, MAPPOConfig, update_value_stats, value_moments
-from jaxsched.envs.gpu_cloud import GPUCloudConfig, GPUCloudEnv
 from jaxsched.experiments.evaluate import run_episode
 from jaxsched.policies.gpu_cloud import make_heuristic
-from jaxsched.workloads.ddl import V100_MACHINE, drop_too_large, generate_pai_like, train_test_split
 
 
 def test_rank_targets_by_hand():
@@ -26,20 +23,6 @@ def test_rank_targets_by_hand():
     np.testing.assert_allclose(got, [2 / 3, -2 / 3, 0.0, 0.0], atol=1e-6)  # the padded 5 is ignored
     ties = rank_targets(jnp.array([1.0, 1.0, 0.0]), jnp.ones(3, bool))  # tie → the lower index first
     np.testing.assert_allclose(ties, [2 / 3, 0.0, -2 / 3], atol=1e-6)
-
-
-@functools.cache
-def tiny_cluster():
-    """4 machines of speeds 1.6, 1.2, 0.8, 0.4 at load ×1.5: the testbed of test_mappo's tiny run."""
-    m = 4
-    env = GPUCloudEnv(
-        GPUCloudConfig(n_machines=m, n_slots=4, queue_capacity=8, max_running=8, max_forward_events=2)
-    )
-    bank = generate_pai_like(jax.random.key(0), 3000)
-    caps = [np.full(m, V100_MACHINE[k], np.int32) for k in ("gpu", "cpu", "mem")]
-    train, test = train_test_split(drop_too_large(bank, *caps)[0], 0.8)
-    kw = dict(episode_jobs=30, load_scale=1.5, perf=np.array([1.6, 1.2, 0.8, 0.4], np.float32), reward="jct")
-    return env, env.make_params(train, **kw), env.make_params(test, **kw)
 
 
 def _episodes(env, params, policy, n=16):

@@ -106,19 +106,12 @@ def test_tiny_mappo_beats_random_on_held_out_episodes():
     CPU cores) give a greedy policy with a lower average JCT and fee and a higher return than random
     priorities/affinities on 64 held-out episodes (measured: 302 vs 347 min; FIFO-FirstFit 266).
     (Untrained, the greedy agent is worse than random: 363 vs 352 min.)"""
+    from tiny_gpu_cloud import tiny_cluster
+
     from jaxsched.experiments.evaluate import run_episode
     from jaxsched.policies.gpu_cloud import random_policy
-    from jaxsched.workloads.ddl import train_test_split
 
-    m_ = 4
-    env = GPUCloudEnv(
-        GPUCloudConfig(n_machines=m_, n_slots=4, queue_capacity=8, max_running=8, max_forward_events=2)
-    )
-    bank = generate_pai_like(jax.random.key(0), 3000)
-    caps = [np.full(m_, V100_MACHINE[k], np.int32) for k in ("gpu", "cpu", "mem")]
-    train, test = train_test_split(drop_too_large(bank, *caps)[0], 0.8)
-    kw = dict(episode_jobs=30, load_scale=1.5, perf=np.array([1.6, 1.2, 0.8, 0.4], np.float32), reward="jct")
-    train_params, test_params = env.make_params(train, **kw), env.make_params(test, **kw)
+    env, train_params, test_params = tiny_cluster()
     cfg = MAPPOConfig(
         agent=DASAgentConfig.preset("da", hidden=32, heads=2, tau=4), num_envs=16, num_steps=32,
         total_updates=100, updates_per_chunk=100, update_epochs=4, num_minibatches=4, lr=1e-3,
