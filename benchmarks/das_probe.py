@@ -16,15 +16,11 @@ import dataclasses
 import json
 import time
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.agents.imitation import pretrain
-from jaxsched.agents.mappo import MAPPO
 from jaxsched.experiments.das_config import load_das_config
-from jaxsched.experiments.das_eval import build_for_eval, seed_keys
-from jaxsched.experiments.das_train import training_keys
+from jaxsched.experiments.das_eval import build_for_eval
+from jaxsched.experiments.das_train import evaluate_learned, programs, training_keys
 
 
 def main(argv=None):
@@ -40,18 +36,12 @@ def main(argv=None):
     cfg = load_das_config(args.config, args.set)
     env, train_params, test_params, starts = build_for_eval(cfg)
     mcfg = dataclasses.replace(cfg.mappo_config(args.variant), updates_per_chunk=args.every)
-    mappo = MAPPO(mcfg, env, train_params)
-    keys = seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts))
-
-    def episode(actor, start, key):
-        return mappo.run_episode(actor, test_params.replace(starts=start[None]), key, greedy=True)
-
-    evaluate = jax.jit(jax.vmap(jax.vmap(episode, in_axes=(None, 0, 0)), in_axes=(0, None, 0)))
-    chunk = jax.jit(jax.vmap(mappo.train_chunk))
+    init, chunk, _, warm_start = programs(mcfg, env)
     out, t0 = {}, time.perf_counter()
 
     def record(stage, runner):
-        jct = np.asarray(evaluate(runner.params["actor"], jnp.asarray(starts), keys)["avg_jct_min"])
+        per = evaluate_learned(cfg, args.variant, runner.params["actor"], env, test_params, starts)
+        jct = per["avg_jct_min"]
         out[stage] = jct.tolist()
         print(
             f"{args.variant} {stage}: test JCT {jct.mean():,.1f} ± {jct.std():,.1f} min, per seed "
@@ -62,12 +52,12 @@ def main(argv=None):
             with open(args.json, "w") as f:
                 json.dump({"variant": args.variant, "overrides": args.set, "jct": out}, f)
 
-    runner = jax.jit(jax.vmap(mappo.init))(training_keys(cfg))
+    runner = init(training_keys(cfg), train_params)
     if mcfg.imitation_updates:
-        runner, _ = jax.jit(jax.vmap(lambda r: pretrain(mappo, r)))(runner)
+        runner, _ = warm_start(runner, train_params)
     record("warm_start" if mcfg.imitation_updates else "init", runner)
     for stage in range(1, args.stages + 1):
-        runner, _ = chunk(runner)
+        runner, _ = chunk(runner, train_params)
         record(f"update_{stage * args.every}", runner)
 
 

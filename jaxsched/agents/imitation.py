@@ -101,10 +101,14 @@ def pretrain(mappo, runner):
     teacher_updates = cfg.imitation_updates - round(cfg.imitation_dagger * cfg.imitation_updates)
 
     def acting(learner):
+        # `learner` is the same for every env and seed (the update index), so the cond stays a branch
+        # under vmap: the teacher's rounds skip the policy's forward pass.
         def act(actor_params, obs, history, key):
-            own, log_prob = mappo.act(actor_params, obs, history, key)
-            chosen = jax.tree.map(lambda a, b: jnp.where(learner, a, b), own, act_teacher(obs))
-            return chosen, log_prob
+            return jax.lax.cond(
+                learner,
+                lambda: mappo.act(actor_params, obs, history, key),
+                lambda: (act_teacher(obs), jnp.zeros((2,), jnp.float32)),
+            )
 
         return act
 
