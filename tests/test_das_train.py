@@ -12,7 +12,14 @@ import pytest
 
 from jaxsched.cli import main
 from jaxsched.experiments.das_config import build_das, load_das_config
-from jaxsched.experiments.das_train import final_actor_params, run_dir_of, train_das
+from jaxsched.experiments.das_select import keep_better, read_validation, validation_starts
+from jaxsched.experiments.das_train import (
+    evaluated_actor_params,
+    final_actor_params,
+    run_dir_of,
+    train_das,
+    validator,
+)
 from jaxsched.experiments.train import read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,6 +28,7 @@ SMALLER = [
     "workload.n_jobs=600", "env.episode_jobs=60", "env.max_forward_events=2", "eval.episodes=2",
     "mappo.imitation_updates=2",  # the warm start runs once, before the first chunk, and not on resume
 ]  # fmt: skip
+SELECT = ["eval.select=validation", "eval.validation_episodes=2"]
 
 
 def quick(out_dir, *extra):
@@ -29,7 +37,8 @@ def quick(out_dir, *extra):
 
 @pytest.fixture(scope="module")
 def full_run(tmp_path_factory):
-    cfg = quick(tmp_path_factory.mktemp("das_full"))
+    """DA trained on the quick config, its test actor chosen on validation episodes."""
+    cfg = quick(tmp_path_factory.mktemp("das_full"), *SELECT)
     return cfg, train_das(cfg, "da", progress=False)
 
 
@@ -51,9 +60,49 @@ def test_train_writes_metrics_checkpoint_curve_and_eval(full_run):
     assert np.all(np.isfinite([r["imitation_loss"] for r in imitation]))
 
 
+def test_validation_selection_keeps_each_seeds_best_checkpoint(full_run):
+    """`validation.jsonl` has the warm start and every chunk; each seed's selected update is its first
+    lowest validation JCT; the saved actor re-validates to exactly that JCT; eval.json names it."""
+    cfg, run_dir = full_run
+    lines = read_validation(run_dir / "validation.jsonl")
+    assert [r["update"] for r in lines] == [0, 2, 4]
+    jct = np.asarray([r["avg_jct_min"] for r in lines])  # [checkpoints, S]
+    assert jct.shape == (3, cfg.num_seeds) and np.all(np.isfinite(jct))
+    best = np.asarray([0, 2, 4])[np.argmin(jct, axis=0)]
+    assert lines[-1]["best_update"] == best.tolist()
+    for r, upto in zip(lines, (1, 2, 3), strict=True):  # the running best after each checkpoint
+        assert r["best_update"] == np.asarray([0, 2, 4])[np.argmin(jct[:upto], axis=0)].tolist()
+    env, train_params, _, _ = build_das(cfg)
+    actor, selection = evaluated_actor_params(cfg, "da", env, train_params)
+    assert selection["by"] == "validation" and selection["update"] == best.tolist()
+    revalidated = validator(cfg, "da", env, train_params)(actor).mean(axis=1)
+    np.testing.assert_allclose(revalidated, jct.min(axis=0), rtol=1e-6)
+    assert json.loads((run_dir / "eval.json").read_text())["selection"] == selection
+
+
+def test_keep_better_picks_per_seed_and_keeps_ties():
+    old = {"actor": {"w": np.zeros((3, 2))}, "avg_jct_min": np.array([5.0, 5.0, 5.0]), "update": np.zeros(3)}
+    new = keep_better(old, {"w": np.ones((3, 2))}, np.array([4.0, 5.0, 6.0]), update=7)
+    np.testing.assert_array_equal(new["actor"]["w"], [[1, 1], [0, 0], [0, 0]])
+    np.testing.assert_array_equal(new["avg_jct_min"], [4, 5, 5])
+    np.testing.assert_array_equal(new["update"], [7, 0, 0])
+
+
+def test_validation_episodes_come_from_the_training_bank():
+    cfg = quick("unused", *SELECT)
+    _, train_params, _, _ = build_das(cfg)  # 480 training jobs: 8 windows of 60
+    np.testing.assert_array_equal(validation_starts(train_params, 60, 3), [0, 240, 420])
+    np.testing.assert_array_equal(validation_starts(train_params, 60, 8), np.arange(0, 480, 60))
+    with pytest.raises(ValueError, match="eval.validation_episodes: .* 8 episodes"):
+        validation_starts(train_params, 60, 9)
+    with pytest.raises(ValueError, match="eval.select must be one of last, validation"):
+        quick("unused", "eval.select=best")
+
+
 def test_resume_after_a_kill_is_exact(full_run, tmp_path):
-    cfg_full, _ = full_run
-    cfg = quick(tmp_path)
+    """Killed after one chunk and resumed: the same parameters, metrics and validation selection."""
+    cfg_full, run_full = full_run
+    cfg = quick(tmp_path, *SELECT)
     train_das(cfg, "da", progress=False, stop_after_chunks=1)
     assert [r["update"] for r in read_metrics(run_dir_of(cfg, "da"))] == [1, 2]
     with pytest.raises(ValueError, match="--resume"):
@@ -66,6 +115,10 @@ def test_resume_after_a_kill_is_exact(full_run, tmp_path):
     chex.assert_trees_all_equal(resumed, final_actor_params(cfg_full, "da", env, train_params))
     strip = lambda rs: [{k: v for k, v in r.items() if k != "wall_s"} for r in rs]  # noqa: E731
     assert strip(read_metrics(run_dir_of(cfg, "da"))) == strip(read_metrics(run_dir_of(cfg_full, "da")))
+    run = run_dir_of(cfg, "da")
+    assert read_validation(run / "validation.jsonl") == read_validation(run_full / "validation.jsonl")
+    selected, _ = evaluated_actor_params(cfg, "da", env, train_params)
+    chex.assert_trees_all_equal(selected, evaluated_actor_params(cfg_full, "da", env, train_params)[0])
 
 
 def test_cli_train_das(tmp_path, capsys):

@@ -13,7 +13,7 @@ A DAS config says `kind: das` and has these sections (every field optional; defa
                alpha, price, reward, wait_norm}
     workload: {source: pai_like | pai, n_jobs, train_frac, bank_seed, mean_interarrival_s,
                job_csv, task_csv, group_tag_csv}
-    eval:     {seed, episodes, policies}
+    eval:     {seed, episodes, policies, select: last | validation, validation_episodes}
     agent:    {variants: [das, da, da_mc, da_rwgp, dl2, rifling], hidden, heads, tau, prior_mean, std_min,
               machine_index}
     mappo:    {num_envs, num_steps, total_updates, updates_per_chunk, update_epochs, num_minibatches,
@@ -51,6 +51,7 @@ from jaxsched.policies.gpu_cloud import HEURISTICS, LABELS
 KIND = "das"
 CLUSTER_SIZES = {"small": 8, "medium": 16, "large": 32}  # paper §5.1.3: 8 GPUs per machine
 SOURCES = ("pai_like", "pai")
+SELECT = ("last", "validation")
 
 
 @dataclass(frozen=True)
@@ -119,11 +120,19 @@ class EvalSection:
     seed: int = 0
     episodes: int | None = None  # None = every held-out episode
     policies: tuple[str, ...] = HEURISTICS
+    # Which checkpoint of a trained agent the test episodes see: the last, or per seed the one with the
+    # lowest greedy JCT on `validation_episodes` episodes of the training bank (experiments.das_select).
+    select: str = "last"
+    validation_episodes: int = 4
 
     def __post_init__(self):
         for p in self.policies:
             if p not in LABELS:
                 raise ValueError(f"eval.policies: unknown policy {p!r} (choose from {', '.join(LABELS)})")
+        if self.select not in SELECT:
+            raise ValueError(f"eval.select must be one of {', '.join(SELECT)}, got {self.select!r}")
+        if isinstance(self.validation_episodes, bool) or self.validation_episodes < 1:
+            raise ValueError(f"eval.validation_episodes must be >= 1, got {self.validation_episodes!r}")
 
 
 @dataclass(frozen=True)

@@ -209,14 +209,14 @@ def significance_lines(tests: list[dict], target: str = "das") -> list[str]:
 def load_level_rows(cfg: DASConfig, loads, variants) -> dict:
     """`{load: {name: {metric: [S, E]}}}`: the heuristics and every trained variant of `variants` on the
     test episodes with the arrival rate × load (the agents were trained at load 1)."""
-    from jaxsched.experiments.das_train import evaluate_learned, final_actor_params
+    from jaxsched.experiments.das_train import evaluate_learned, evaluated_actor_params
 
     built = build_for_eval(cfg)
     env, train_params, test_params, starts = built
     actors = {}
     for v in variants:
         try:
-            actors[v] = final_actor_params(cfg, v, env, train_params)
+            actors[v], _ = evaluated_actor_params(cfg, v, env, train_params)
         except FileNotFoundError:
             continue
     out = {}

@@ -7,11 +7,12 @@ held-out test episodes.
 A variant's run directory holds `config.yaml` (the resolved config), `metrics.jsonl` (one line per update,
 one value per seed), `checkpoints/` (the vmapped MAPPO runner after each chunk; `--resume` continues
 from the last, as for DBF runs), `imitation.jsonl` (the warm start's per-update losses, when
-`mappo.imitation_updates` > 0; it runs once, before the first chunk), `learning_curve.png` and
-`eval.json`: the greedy policy (the Gaussians' means) of every seed on every test episode, with the
-evaluation keys of the heuristics
-(`das_eval.seed_keys`), so seed i of a learned scheduler and seed i of a heuristic see the same
-fluctuation draws — a paired comparison (`jaxsched table das`).
+`mappo.imitation_updates` > 0; it runs once, before the first chunk), with `eval.select: validation`
+`validation.jsonl` and `selected/` (each seed's best checkpoint on validation episodes of the training
+bank: `das_select`), `learning_curve.png` and `eval.json`: the greedy policy (the Gaussians' means) of
+the evaluated actor (each seed's last or selected checkpoint) on every test episode, with the evaluation
+keys of the heuristics (`das_eval.seed_keys`), so seed i of a learned scheduler and seed i of a heuristic
+see the same fluctuation draws — a paired comparison (`jaxsched table das`).
 
 Seeds are `vmap`ped in one program; programs are cached per (MAPPO config, env config).
 """
@@ -32,6 +33,13 @@ from jaxsched.agents.imitation import pretrain
 from jaxsched.agents.mappo import MAPPO, MAPPOConfig
 from jaxsched.experiments.das_config import DASConfig, das_config_from_dict
 from jaxsched.experiments.das_eval import EVAL_FILE, build_for_eval, per_episode_results, seed_keys
+from jaxsched.experiments.das_select import (
+    VALIDATION_FILE,
+    ValidationSelector,
+    restore_selected,
+    validation_keys,
+    validation_starts,
+)
 from jaxsched.experiments.train import (
     CHECKPOINT_DIR,
     CONFIG_FILE,
@@ -128,6 +136,9 @@ def train_das(
     (run_dir / CONFIG_FILE).write_text(
         header + yaml.safe_dump(cfg.to_dict(), sort_keys=False, default_flow_style=None, width=110)
     )
+    selector = None
+    if cfg.eval.select == "validation":
+        selector = ValidationSelector(run_dir, validator(cfg, variant, env, train_params), resuming)
     start = init
     if mcfg.imitation_updates and not resuming:
         start = lambda keys, params: _imitation_start(init, warm_start, mcfg, run_dir, keys, params, progress)  # noqa: E731
@@ -135,7 +146,7 @@ def train_das(
         run_dir, f"{cfg.name}/{variant}", start, chunk, training_keys(cfg), train_params,
         total=mcfg.total_updates, per_chunk=mcfg.updates_per_chunk,
         steps_per_update=mcfg.num_envs * mcfg.num_steps, summary=_summary, resume=resume,
-        progress=progress, stop_after_chunks=stop_after_chunks, t_build=t_build,
+        progress=progress, stop_after_chunks=stop_after_chunks, t_build=t_build, on_checkpoint=selector,
     )  # fmt: skip
     if records is None:
         return run_dir
@@ -149,6 +160,11 @@ def train_das(
     results = evaluate_run(cfg, variant, built)
     jct = np.asarray(results["avg_jct_min"]["values"])
     say(f"metrics: {run_dir / METRICS_FILE}  curve: {run_dir / CURVE_FILE}")
+    if selector is not None:
+        say(
+            f"selected on {cfg.eval.validation_episodes} validation episodes: the checkpoints of updates "
+            f"{selector.best['update'].tolist()} (one per seed; {run_dir / VALIDATION_FILE})"
+        )
     say(
         f"{VARIANT_LABELS[variant]} on {jct.shape[1]} test episodes × {jct.shape[0]} seeds: "
         f"JCT {jct.mean():,.1f} ± {jct.std():,.1f} min  →  {run_dir / EVAL_FILE}"
@@ -177,17 +193,50 @@ def _imitation_start(init, warm_start, mcfg: MAPPOConfig, run_dir: Path, keys, p
     return runner
 
 
+def _abstract_runner(cfg: DASConfig, variant: str, env, train_params):
+    init, *_ = programs(cfg.mappo_config(variant), env)
+    return abstract_state(init, training_keys(cfg), train_params)
+
+
 def final_actor_params(cfg: DASConfig, variant: str, env, train_params):
     """The actor parameters `[S, ...]` of a variant's last checkpoint."""
     run_dir = run_dir_of(cfg, variant)
     latest = check_no_run(run_dir, resume=True)
     if latest is None:
         raise FileNotFoundError(f"no checkpoint in {run_dir / CHECKPOINT_DIR}: train it first")
-    init, *_ = programs(cfg.mappo_config(variant), env)
     mngr = checkpoint_manager(run_dir, read_only=True)
-    runner = restore_runner(mngr, latest, abstract_state(init, training_keys(cfg), train_params))
+    runner = restore_runner(mngr, latest, _abstract_runner(cfg, variant, env, train_params))
     mngr.close()
     return runner.params["actor"]
+
+
+def evaluated_actor_params(cfg: DASConfig, variant: str, env, train_params):
+    """`(actor [S, ...], selection)`: the parameters the test episodes see under `cfg.eval.select` (the
+    last checkpoint, or each seed's best on the validation episodes) and how they were chosen
+    (`{"by", "update": [S]}`, plus `"validation_avg_jct_min": [S]` when by validation)."""
+    if cfg.eval.select == "last":
+        actor = final_actor_params(cfg, variant, env, train_params)
+        last = check_no_run(run_dir_of(cfg, variant), resume=True)
+        return actor, {"by": "last", "update": [last] * cfg.num_seeds}
+    template = _abstract_runner(cfg, variant, env, train_params).params["actor"]
+    best = restore_selected(run_dir_of(cfg, variant), template)
+    selection = {
+        "by": "validation",
+        "episodes": cfg.eval.validation_episodes,
+        "update": best["update"].tolist(),
+        "validation_avg_jct_min": best["avg_jct_min"].tolist(),
+    }
+    return best["actor"], selection
+
+
+def validator(cfg: DASConfig, variant: str, env, train_params):
+    """`actor [S, ...] -> avg JCT [S, V]` of the greedy policies on the validation episodes
+    (`das_select.validation_starts`, `validation_keys`)."""
+    _, _, evaluate, _ = programs(cfg.mappo_config(variant), env)
+    n = cfg.eval.validation_episodes
+    starts = jnp.asarray(validation_starts(train_params, cfg.env.episode_jobs, n), jnp.int32)
+    keys = validation_keys(cfg.eval.seed, cfg.num_seeds, n)
+    return lambda actor: np.asarray(evaluate(actor, train_params, starts, keys)["avg_jct_min"])
 
 
 def evaluate_learned(cfg: DASConfig, variant: str, actor_params, env, test_params, starts):
@@ -199,12 +248,12 @@ def evaluate_learned(cfg: DASConfig, variant: str, actor_params, env, test_param
 
 
 def evaluate_run(cfg: DASConfig, variant: str, built=None) -> dict:
-    """Evaluate a variant's final checkpoint on the test episodes; write and return its `eval.json`
-    results (`{metric: {mean, std, per_seed, values [S][E]}}`). `built`: `build_for_eval(cfg)`'s
-    result, if the caller has it."""
+    """Evaluate a variant's trained actor (`evaluated_actor_params`) on the test episodes; write and
+    return its `eval.json` results (`{metric: {mean, std, per_seed, values [S][E]}}`). `built`:
+    `build_for_eval(cfg)`'s result, if the caller has it."""
     env, train_params, test_params, starts = build_for_eval(cfg) if built is None else built
     t0 = time.perf_counter()
-    actor = final_actor_params(cfg, variant, env, train_params)
+    actor, selection = evaluated_actor_params(cfg, variant, env, train_params)
     per = evaluate_learned(cfg, variant, actor, env, test_params, starts)
     results = per_episode_results(per)
     payload = {
@@ -212,6 +261,7 @@ def evaluate_run(cfg: DASConfig, variant: str, built=None) -> dict:
         "variant": variant,
         "episodes": len(starts),
         "seeds": cfg.num_seeds,
+        "selection": selection,
         "wall_s": time.perf_counter() - t0,
         "results": results,
     }

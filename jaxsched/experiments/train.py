@@ -61,7 +61,10 @@ def seed_keys(cfg: RunConfig) -> jax.Array:
     return jax.random.split(jax.random.key(cfg.seed), cfg.num_seeds)
 
 
-def checkpoint_manager(run_dir: Path, read_only: bool = False) -> ocp.CheckpointManager:
+def checkpoint_manager(
+    run_dir: Path, read_only: bool = False, subdir: str = CHECKPOINT_DIR
+) -> ocp.CheckpointManager:
+    """Orbax manager of `run_dir/subdir` (the runner checkpoints by default)."""
     # Reading keeps every checkpoint (max_to_keep=None) and creates nothing; orbax's own read_only mode
     # only adds warnings.
     options = ocp.CheckpointManagerOptions(
@@ -69,7 +72,7 @@ def checkpoint_manager(run_dir: Path, read_only: bool = False) -> ocp.Checkpoint
         create=not read_only,
         enable_async_checkpointing=False,
     )
-    return ocp.CheckpointManager(Path(run_dir).absolute() / CHECKPOINT_DIR, options=options)
+    return ocp.CheckpointManager(Path(run_dir).absolute() / subdir, options=options)
 
 
 def abstract_runner(cfg: RunConfig, env, env_params):
@@ -210,14 +213,16 @@ def check_no_run(run_dir: Path, resume: bool) -> int | None:
 def train_chunks(
     run_dir: Path, name: str, init, chunk, keys, train_params, *, total: int, per_chunk: int,
     steps_per_update: int, summary, resume: bool, check_resumable=None, progress: bool = True,
-    stop_after_chunks: int | None = None, t_build: float | None = None,
+    stop_after_chunks: int | None = None, t_build: float | None = None, on_checkpoint=None,
 ) -> list[dict] | None:  # fmt: skip
     """The chunk loop shared by every trainer: start (or, with `resume`, restore the last checkpoint of
     `run_dir`), run jitted `chunk(runner, train_params)` calls of `per_chunk` updates until `total`,
     appending per-update records to `metrics.jsonl` and checkpointing the runner after each. `init(keys,
     train_params)` builds the vmapped runner; `summary(records) -> str` labels the progress bar;
-    `check_resumable()` vets the config before a resume. Returns every record, or None when stopped by
-    `stop_after_chunks` before `total`."""
+    `check_resumable()` vets the config before a resume. `on_checkpoint(runner, update) -> str` (optional)
+    sees the starting runner and the runner after every chunk, before that chunk's checkpoint is saved
+    (so what it stores is never behind the runner's checkpoint); its text joins the progress line.
+    Returns every record, or None when stopped by `stop_after_chunks` before `total`."""
     latest = check_no_run(run_dir, resume)
     mngr = checkpoint_manager(run_dir) if latest is not None else None
     if latest is not None and check_resumable is not None:
@@ -254,10 +259,12 @@ def train_chunks(
             f"{name}: {num_seeds} seed(s) × {steps_per_update:,} env steps per update; "
             f"built, initialised and compiled in {time.perf_counter() - t_build:.1f} s"
         )
+    on_checkpoint = on_checkpoint or (lambda runner, update: "")
+    info = on_checkpoint(runner, done)
     t0 = time.perf_counter()
     chunks = 0
     with _progress(progress) as bar:
-        task = bar.add_task(name, total=total, completed=done, info="")
+        task = bar.add_task(name, total=total, completed=done, info=info)
         while done < total:
             t_chunk = time.perf_counter()
             runner, metrics = compiled(runner, train_params)
@@ -267,9 +274,10 @@ def train_chunks(
                 f.writelines(json.dumps(r) + "\n" for r in new)
             records += new
             done = new[-1]["update"]
+            info = on_checkpoint(runner, done)
             mngr.save(done, args=ocp.args.StandardSave(runner))
             mngr.wait_until_finished()
-            bar.update(task, completed=done, info=f"{rate:,.0f} env steps/s  {summary(new)}")
+            bar.update(task, completed=done, info=f"{rate:,.0f} env steps/s  {summary(new)}  {info}")
             chunks += 1
             if stop_after_chunks is not None and chunks >= stop_after_chunks and done < total:
                 mngr.close()
