@@ -31,7 +31,7 @@ import flax.linen as nn
 import jax.numpy as jnp
 from flax import struct
 
-from jaxsched.envs.gpu_cloud import N_JOB_FEATURES, N_MACHINE_FEATURES, GPUCloudObs
+from jaxsched.envs.gpu_cloud_obs import N_JOB_FEATURES, N_MACHINE_FEATURES, GPUCloudObs
 from jaxsched.nn.das import GaussianPriorityHead, MLPPlacementHead, OrderingEncoder
 from jaxsched.nn.grouping import kmeans_groups, rifling_k
 from jaxsched.nn.rwgp import RWGPHead, RWGPHistory

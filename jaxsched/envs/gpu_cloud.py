@@ -33,12 +33,17 @@ from jaxsched.core import queue
 from jaxsched.core.env import Environment
 from jaxsched.core.placement import can_place, descending_rank, fit_counts
 from jaxsched.core.spaces import Box
+from jaxsched.envs.gpu_cloud_obs import (
+    GPUCloudObs,
+    global_state,
+    global_state_size,
+    job_features,
+    load_features,
+    machine_features,
+)
 from jaxsched.envs.gpu_contention import contention_shares, fluctuation, job_speeds
 from jaxsched.workloads.ddl import MODEL_COMM, MODEL_NAMES, DDLWorkload, validate_ddl_workload
 
-N_JOB_FEATURES = 5  # C/c_norm, cpu, gpu, mem (per instance, / machine capacity), wait/wait_norm
-N_MACHINE_FEATURES = 5  # free cpu, gpu, mem, bandwidth (fractions of capacity), GPU utilisation
-N_LOAD_FEATURES = 4  # global state: pending and running occupancy, jobs waiting outside, mean wait
 N_RES = 3  # gpu, cpu, mem
 INF = jnp.float32(jnp.inf)
 ARRIVAL_BLOCK = 8  # arrivals one forward-loop iteration may admit
@@ -145,24 +150,6 @@ class GPUCloudState:
     #                          call continues it instead of deciding
     acc_term: jnp.ndarray  # f32 Eq. 3's numerator so far of a forward split over calls
     acc_events: jnp.ndarray  # i32 its denominator so far
-
-
-@struct.dataclass
-class GPUCloudObs:
-    """What the agents see. Learned agents read `jobs`/`job_mask` (ordering), `machines` (placement) and
-    `global_state` (centralized critic); heuristics read the raw integers."""
-
-    jobs: jnp.ndarray  # f32[N, 5]
-    job_mask: jnp.ndarray  # bool[N]
-    machines: jnp.ndarray  # f32[M, 5]
-    global_state: jnp.ndarray  # f32[G]
-    n_inst: jnp.ndarray  # i32[N] instances C (0 in empty slots)
-    demand: jnp.ndarray  # i32[N, 3] gpu, cpu, mem per instance
-    arrival_rank: jnp.ndarray  # i32[N] index of the job within the episode (submission order)
-    free: jnp.ndarray  # i32[M, 3]
-    cap: jnp.ndarray  # i32[M, 3]
-    t: jnp.ndarray  # f32
-    decision: jnp.ndarray  # bool: the next call uses the action (False: it continues a forward)
 
 
 @struct.dataclass
@@ -650,58 +637,24 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
 
     def observe(self, state: GPUCloudState, params: GPUCloudParams, waiting=None) -> GPUCloudObs:
         """The agents' view of `state` (`waiting`: `_waiting(state, params)` if already computed)."""
-        cfg = self.config
         mask = state.view >= 0
         job = jnp.where(mask, state.q_rows[jnp.maximum(state.view, 0), 0], -1)
-        j = jnp.maximum(job, 0)
         dem = jnp.where(mask[:, None], self._demand(params, job), 0)
-        n_inst = jnp.where(mask, params.bank.n_inst[j], 0)
+        n_inst = jnp.where(mask, params.bank.n_inst[jnp.maximum(job, 0)], 0)
         cap = self._cap(params)
-        cap0 = cap[0].astype(jnp.float32)
         wait = state.t - self._arrival(params, state.first, job)
-        jobs = jnp.concatenate(
-            [
-                (n_inst / params.c_norm)[:, None],
-                dem[:, 1:2] / cap0[1],
-                dem[:, 0:1] / cap0[0],
-                dem[:, 2:3] / cap0[2],
-                (wait / params.wait_norm)[:, None],
-            ],
-            axis=1,
-        ).astype(jnp.float32)
-        jobs = jnp.where(mask[:, None], jobs, 0.0)
-        capf = cap.astype(jnp.float32)
-        frac_free = state.free.astype(jnp.float32) / capf
-        machines = jnp.stack(
-            [
-                frac_free[:, 1],
-                frac_free[:, 0],
-                frac_free[:, 2],
-                jnp.maximum(0.0, params.bw_cap - state.net_load) / params.bw_cap,
-                1.0 - frac_free[:, 0],
-            ],
-            axis=1,
-        )
-        # Load of the system, for the critic: pending and running occupancy, jobs waiting outside the
-        # pending list, and the mean wait of every waiting job (in wait_norm units).
+        jobs = job_features(n_inst, dem, wait, mask, cap[0], params.c_norm, params.wait_norm)
+        machines = machine_features(state.free, cap, state.net_load, params.bw_cap)
         n_out, age_waiting = self._waiting(state, params) if waiting is None else waiting
-        n_wait = jnp.maximum(state.q_len + n_out, 1).astype(jnp.float32)
-        occupancy = jnp.stack(
-            [
-                state.q_len / cfg.queue_capacity,
-                (state.run_job >= 0).mean(),
-                n_out / cfg.queue_capacity,
-                age_waiting / n_wait / params.wait_norm,
-            ]
-        )
-        global_state = jnp.concatenate(
-            [jobs.reshape(-1), mask.astype(jnp.float32), machines.reshape(-1), occupancy.astype(jnp.float32)]
+        running = (state.run_job >= 0).mean()
+        load = load_features(
+            state.q_len, running, n_out, age_waiting, self.config.queue_capacity, params.wait_norm
         )
         return GPUCloudObs(
             jobs=jobs,
             job_mask=mask,
             machines=machines,
-            global_state=global_state,
+            global_state=global_state(jobs, mask, machines, load),
             n_inst=n_inst.astype(jnp.int32),
             demand=dem.astype(jnp.int32),
             arrival_rank=jnp.where(mask, job - state.first, -1),
@@ -720,8 +673,7 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
 
     @property
     def global_state_size(self) -> int:
-        cfg = self.config
-        return cfg.n_slots * (N_JOB_FEATURES + 1) + cfg.n_machines * N_MACHINE_FEATURES + N_LOAD_FEATURES
+        return global_state_size(self.config.n_slots, self.config.n_machines)
 
     def action_space(self, params: GPUCloudParams):
         cfg = self.config
