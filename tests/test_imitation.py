@@ -12,8 +12,9 @@ import pytest
 from tiny_gpu_cloud import tiny_cluster
 
 from jaxsched.agents.das import DASActor, DASAgentConfig, empty_history, with_machine_index
-from jaxsched.agents.imitation import pretrain, rank_targets, teacher_action
+from jaxsched.agents.imitation import pretrain, rank_targets, teacher_action, without_history
 from jaxsched.agents.mappo import MAPPO, MAPPOConfig, update_value_stats, value_moments
+from jaxsched.envs.gpu_cloud import GPUCloudAction
 from jaxsched.experiments.das_eval import evaluate_on_episodes, seed_keys
 from jaxsched.experiments.evaluate import run_episode
 from jaxsched.policies.gpu_cloud import make_heuristic
@@ -75,6 +76,38 @@ def test_machine_ids_break_the_tie_between_identical_machines():
         pol = actor.apply(actor.init(jax.random.key(1), obs, history), obs, history)
         row = np.asarray(pol.aff_mu[0])
         assert (len(np.unique(row)) > 1) == machine_index, row
+
+
+def _random_rwgp_actor(env, obs):
+    """A DAS actor whose prior mean and GP are far from trivial (perturbed initial parameters)."""
+    agent = DASAgentConfig.preset("das", hidden=16, heads=2, tau=4, machine_index=True)
+    actor = DASActor(agent)
+    history = empty_history(agent, env.config.n_slots, env.config.n_machines)
+    params = jax.jit(actor.init)(jax.random.key(1), obs, history)  # eager, the RWGP init takes 30 s
+    leaves, tree = jax.tree.flatten(params)
+    keys = jax.random.split(jax.random.key(2), len(leaves))
+    noisy = [x + 0.3 * jax.random.normal(k, x.shape) for x, k in zip(leaves, keys, strict=True)]
+    params = tree.unflatten(noisy)
+    return actor, params, history
+
+
+def test_greedy_rwgp_posterior_mean_is_its_prior_mean():
+    """The history holds the affinities the policy acted with. Acting greedily (the means), every
+    residual `Y − m(X)` is 0, so the GP posterior mean stays the prior mean; a sampled affinity moves it."""
+    env, params, _ = tiny_cluster()
+    obs, state = jax.jit(env.reset)(jax.random.key(0), params)
+    actor, actor_params, history = _random_rwgp_actor(env, obs)
+    mean = jax.jit(lambda o, h: actor.apply(actor_params, o, h).aff_mu)  # one compile for every call
+    prior = lambda o, h: mean(o, without_history(h))  # noqa: E731
+    mu0 = mean(obs, history)  # no history yet: the prior
+    noise = 0.3 * jax.random.normal(jax.random.key(3), mu0.shape)
+    greedy = history.push(obs.jobs, obs.job_mask, obs.machines, mu0)
+    sampled = history.push(obs.jobs, obs.job_mask, obs.machines, mu0 + noise)
+    obs2, _, *_ = jax.jit(env.step)(jax.random.key(4), state, GPUCloudAction(jnp.zeros(4), mu0), params)
+    rows = np.asarray(obs2.job_mask)
+    assert rows.any()
+    np.testing.assert_allclose(mean(obs2, greedy)[rows], prior(obs2, greedy)[rows], atol=1e-5)
+    assert np.abs(mean(obs2, sampled) - prior(obs2, sampled))[rows].max() > 1e-2
 
 
 def test_warm_start_reproduces_fifo_firstfit():

@@ -48,8 +48,13 @@ def teacher_action(teacher: str):
     return act
 
 
+def without_history(history):
+    """The RWGP history with every slot marked empty: the GP posterior is then its prior."""
+    return history.replace(valid=jnp.zeros_like(history.valid))
+
+
 def imitation_loss(mappo, params, value_stats, batch, value_targets):
-    """Mean squared error of the learned means to the teacher's rank targets, plus
+    """Mean squared error of the learned (greedy) means to the teacher's rank targets, plus
     `(log σ − log imitation_std)²` for every learned Gaussian, plus the critic's squared error to the
     λ-returns of whoever acted (weighted by `vf_coef`). `batch` is a `MAPPOTransition` minibatch; the
     labels are the teacher's action on each observation (computed here, so they hold whether the
@@ -71,7 +76,13 @@ def imitation_loss(mappo, params, value_stats, batch, value_targets):
         if agent.learns_placement:
             rows = pol.place_mask
             every = jnp.broadcast_to(rows[:, None], affinity.shape)
-            mean_err += masked_mean(jnp.square(pol.aff_mu - affinity), every)
+            aff_mu = pol.aff_mu
+            if agent.placement == "rwgp":
+                # The greedy RWGP's history holds its own means, so its posterior mean is its prior mean
+                # (`greedy_placement_is_the_prior`): fit the prior, the mean with the history masked out.
+                # The σ stays the posterior's (with no history it is the kernel's constant 1).
+                aff_mu = mappo.distribution(params["actor"], obs, without_history(history)).aff_mu
+            mean_err += masked_mean(jnp.square(aff_mu - affinity), every)
             std_err += masked_mean(jnp.square(jnp.log(pol.aff_std) - log_std_target), rows)
         return mean_err + std_err, mean_err
 
