@@ -97,6 +97,7 @@ def test_validation_episodes_come_from_the_training_bank():
         validation_starts(train_params, 60, 9)
     with pytest.raises(ValueError, match="eval.select must be one of last, validation"):
         quick("unused", "eval.select=best")
+    assert quick("unused", "eval.greedy=false").eval.greedy is False
 
 
 def test_resume_after_a_kill_is_exact(full_run, tmp_path):

@@ -13,7 +13,7 @@ A DAS config says `kind: das` and has these sections (every field optional; defa
                alpha, price, reward, wait_norm}
     workload: {source: pai_like | pai, n_jobs, train_frac, bank_seed, mean_interarrival_s,
                job_csv, task_csv, group_tag_csv}
-    eval:     {seed, episodes, policies, select: last | validation, validation_episodes}
+    eval:     {seed, episodes, policies, select: last | validation, validation_episodes, greedy}
     agent:    {variants: [das, da, da_mc, da_rwgp, dl2, rifling], hidden, heads, tau, prior_mean, std_min,
               machine_index}
     mappo:    {num_envs, num_steps, total_updates, updates_per_chunk, update_epochs, num_minibatches,
@@ -124,6 +124,9 @@ class EvalSection:
     # lowest greedy JCT on `validation_episodes` episodes of the training bank (experiments.das_select).
     select: str = "last"
     validation_episodes: int = 4
+    # The learned policies act with their Gaussians' means (greedy) or sample them, as in training. The
+    # greedy RWGP head places with its prior mean alone (agents/imitation.py, without_history).
+    greedy: bool = True
 
     def __post_init__(self):
         for p in self.policies:

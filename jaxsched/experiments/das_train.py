@@ -1,4 +1,4 @@
-"""Chunked MAPPO training of a DAS config, one run per learned variant, then a greedy evaluation on the
+"""Chunked MAPPO training of a DAS config, one run per learned variant, then an evaluation on the
 held-out test episodes.
 
     jaxsched train configs/das/small.yaml            # every variant of agent.variants, in turn
@@ -9,10 +9,11 @@ one value per seed), `checkpoints/` (the vmapped MAPPO runner after each chunk; 
 from the last, as for DBF runs), `imitation.jsonl` (the warm start's per-update losses, when
 `mappo.imitation_updates` > 0; it runs once, before the first chunk), with `eval.select: validation`
 `validation.jsonl` and `selected/` (each seed's best checkpoint on validation episodes of the training
-bank: `das_select`), `learning_curve.png` and `eval.json`: the greedy policy (the Gaussians' means) of
-the evaluated actor (each seed's last or selected checkpoint) on every test episode, with the evaluation
-keys of the heuristics (`das_eval.seed_keys`), so seed i of a learned scheduler and seed i of a heuristic
-see the same fluctuation draws — a paired comparison (`jaxsched table das`).
+bank: `das_select`), `learning_curve.png` and `eval.json`: the policy (greedy, the Gaussians' means,
+unless `eval.greedy: false`) of the evaluated actor (each seed's last or selected checkpoint) on every
+test episode, with the evaluation keys of the heuristics (`das_eval.seed_keys`), so seed i of a learned
+scheduler and seed i of a heuristic see the same fluctuation draws — a paired comparison (`jaxsched
+table das`).
 
 Seeds are `vmap`ped in one program; programs are cached per (MAPPO config, env config).
 """
@@ -61,7 +62,7 @@ _PROGRAMS: dict = {}
 
 def programs(mappo_config: MAPPOConfig, env):
     """Jitted `init(keys, env_params)`, `chunk(runner, env_params)` (vmapped over seeds),
-    `evaluate(actor_params [S], env_params, starts [E], keys [S, E]) -> {metric: [S, E]}` and
+    `evaluate(actor_params [S], env_params, starts [E], keys [S, E], greedy) -> {metric: [S, E]}` and
     `warm_start(runner, env_params) -> (runner, imitation metrics [S, imitation_updates])`."""
     cache_key = (mappo_config, env.config)
     if cache_key not in _PROGRAMS:
@@ -72,11 +73,11 @@ def programs(mappo_config: MAPPOConfig, env):
         def chunk(runner, env_params):
             return jax.vmap(MAPPO(mappo_config, env, env_params).train_chunk)(runner)
 
-        def evaluate(actor_params, env_params, starts, keys):
+        def evaluate(actor_params, env_params, starts, keys, greedy=True):
             mappo = MAPPO(mappo_config, env, env_params)
 
             def one(actor, start, key):
-                return mappo.run_episode(actor, env_params.replace(starts=start[None]), key, greedy=True)
+                return mappo.run_episode(actor, env_params.replace(starts=start[None]), key, greedy=greedy)
 
             over_episodes = jax.vmap(one, in_axes=(None, 0, 0))
             return jax.vmap(over_episodes, in_axes=(0, None, 0))(actor_params, starts, keys)
@@ -84,7 +85,12 @@ def programs(mappo_config: MAPPOConfig, env):
         def warm_start(runner, env_params):
             return jax.vmap(lambda r: pretrain(MAPPO(mappo_config, env, env_params), r))(runner)
 
-        _PROGRAMS[cache_key] = (jax.jit(init), jax.jit(chunk), jax.jit(evaluate), jax.jit(warm_start))
+        _PROGRAMS[cache_key] = (
+            jax.jit(init),
+            jax.jit(chunk),
+            jax.jit(evaluate, static_argnames="greedy"),
+            jax.jit(warm_start),
+        )
     return _PROGRAMS[cache_key]
 
 
@@ -230,20 +236,22 @@ def evaluated_actor_params(cfg: DASConfig, variant: str, env, train_params):
 
 
 def validator(cfg: DASConfig, variant: str, env, train_params):
-    """`actor [S, ...] -> avg JCT [S, V]` of the greedy policies on the validation episodes
+    """`actor [S, ...] -> avg JCT [S, V]` of the policies (as `eval.greedy` says) on the validation episodes
     (`das_select.validation_starts`, `validation_keys`)."""
     _, _, evaluate, _ = programs(cfg.mappo_config(variant), env)
     n = cfg.eval.validation_episodes
     starts = jnp.asarray(validation_starts(train_params, cfg.env.episode_jobs, n), jnp.int32)
     keys = validation_keys(cfg.eval.seed, cfg.num_seeds, n)
-    return lambda actor: np.asarray(evaluate(actor, train_params, starts, keys)["avg_jct_min"])
+    greedy = cfg.eval.greedy
+    return lambda actor: np.asarray(evaluate(actor, train_params, starts, keys, greedy=greedy)["avg_jct_min"])
 
 
 def evaluate_learned(cfg: DASConfig, variant: str, actor_params, env, test_params, starts):
-    """Greedy episodes of every seed's actor on every test episode → `{metric: [S, E]}` (numpy)."""
+    """Episodes of every seed's actor (greedy unless `eval.greedy: false`) on every test episode →
+    `{metric: [S, E]}` (numpy)."""
     _, _, evaluate, _ = programs(cfg.mappo_config(variant), env)
     keys = seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts))
-    out = evaluate(actor_params, test_params, jnp.asarray(starts, jnp.int32), keys)
+    out = evaluate(actor_params, test_params, jnp.asarray(starts, jnp.int32), keys, greedy=cfg.eval.greedy)
     return {k: np.asarray(v) for k, v in jax.device_get(out).items()}
 
 
@@ -261,6 +269,7 @@ def evaluate_run(cfg: DASConfig, variant: str, built=None) -> dict:
         "variant": variant,
         "episodes": len(starts),
         "seeds": cfg.num_seeds,
+        "greedy": cfg.eval.greedy,
         "selection": selection,
         "wall_s": time.perf_counter() - t0,
         "results": results,
