@@ -268,6 +268,7 @@ def train_chunks(
         while done < total:
             t_chunk = time.perf_counter()
             runner, metrics = compiled(runner, train_params)
+            metrics = jax.device_get(metrics)  # waits for the chunk: the call above only dispatches it
             new = _chunk_records(metrics, steps_per_update, wall0 + time.perf_counter() - t0)
             rate = per_chunk * steps_per_update * num_seeds / (time.perf_counter() - t_chunk)
             with metrics_path.open("a") as f:
