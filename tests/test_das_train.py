@@ -12,7 +12,7 @@ import pytest
 
 from jaxsched.cli import main
 from jaxsched.experiments.das_config import build_das, load_das_config
-from jaxsched.experiments.das_select import keep_better, read_validation, validation_starts
+from jaxsched.experiments.das_select import keep_better, validation_starts
 from jaxsched.experiments.das_train import (
     evaluated_actor_params,
     final_actor_params,
@@ -20,7 +20,7 @@ from jaxsched.experiments.das_train import (
     train_das,
     validator,
 )
-from jaxsched.experiments.train import read_metrics
+from jaxsched.experiments.train import read_jsonl, read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = ROOT / "configs" / "das" / "quick.yaml"
@@ -64,7 +64,7 @@ def test_validation_selection_keeps_each_seeds_best_checkpoint(full_run):
     """`validation.jsonl` has the warm start and every chunk; each seed's selected update is its first
     lowest validation JCT; the saved actor re-validates to exactly that JCT; eval.json names it."""
     cfg, run_dir = full_run
-    lines = read_validation(run_dir / "validation.jsonl")
+    lines = read_jsonl(run_dir / "validation.jsonl")
     assert [r["update"] for r in lines] == [0, 2, 4]
     jct = np.asarray([r["avg_jct_min"] for r in lines])  # [checkpoints, S]
     assert jct.shape == (3, cfg.num_seeds) and np.all(np.isfinite(jct))
@@ -117,7 +117,7 @@ def test_resume_after_a_kill_is_exact(full_run, tmp_path):
     strip = lambda rs: [{k: v for k, v in r.items() if k != "wall_s"} for r in rs]  # noqa: E731
     assert strip(read_metrics(run_dir_of(cfg, "da"))) == strip(read_metrics(run_dir_of(cfg_full, "da")))
     run = run_dir_of(cfg, "da")
-    assert read_validation(run / "validation.jsonl") == read_validation(run_full / "validation.jsonl")
+    assert read_jsonl(run / "validation.jsonl") == read_jsonl(run_full / "validation.jsonl")
     selected, _ = evaluated_actor_params(cfg, "da", env, train_params)
     chex.assert_trees_all_equal(selected, evaluated_actor_params(cfg_full, "da", env, train_params)[0])
 

@@ -3,10 +3,10 @@
 The greedy JCT of a MAPPO-trained GPU-cloud scheduler moves by hundreds of minutes from one checkpoint to
 the next (docs/results/das.md, round 3): on a saturated cluster one changed decision can snowball into
 another episode. The last checkpoint is then a lottery ticket. With `eval.select: validation`, `jaxsched
-train` evaluates every seed's greedy policy on `eval.validation_episodes` episodes of the *training* bank
-(evenly spaced, non-overlapping windows; their own evaluation keys) after the warm start and after every
-chunk, and keeps, per seed, the actor with the lowest average JCT so far. The test episodes see only
-that actor, once, at the end: they play no part in the choice.
+train` evaluates every seed's policy (greedy unless `eval.greedy: false`) on `eval.validation_episodes`
+episodes of the *training* bank (evenly spaced, non-overlapping windows; their own evaluation keys) after
+the warm start and after every chunk, and keeps, per seed, the actor with the lowest average JCT so far.
+The test episodes see only that actor, once, at the end: they play no part in the choice.
 
 Run-directory files:
   * `validation.jsonl`: one line per checkpoint, `{"update", "avg_jct_min": [S], "best_update": [S]}`;
@@ -27,7 +27,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from jaxsched.experiments.das_eval import seed_keys
-from jaxsched.experiments.train import checkpoint_manager
+from jaxsched.experiments.train import checkpoint_manager, read_jsonl
 from jaxsched.workloads.ddl import episode_starts
 
 SELECTED_DIR = "selected"
@@ -128,7 +128,7 @@ class ValidationSelector:
     def _keep_lines(self, upto: int) -> list[dict]:
         """Cut `validation.jsonl` to the lines of updates <= `upto`; return them."""
         path = self.run_dir / VALIDATION_FILE
-        lines = [r for r in read_validation(path) if r["update"] <= upto]
+        lines = [r for r in read_jsonl(path) if r["update"] <= upto]
         path.write_text("".join(json.dumps(r) + "\n" for r in lines))
         self.seen = {r["update"] for r in lines}
         return lines
@@ -141,18 +141,6 @@ def saved_steps(run_dir: Path) -> list[int]:
     steps = sorted(mngr.all_steps())
     mngr.close()
     return steps
-
-
-def read_validation(path: Path) -> list[dict]:
-    """The lines of a `validation.jsonl` (a line cut short by a kill ends the list)."""
-    out = []
-    if Path(path).exists():
-        for line in Path(path).read_text().splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                break
-    return out
 
 
 def restore_selected(run_dir: Path, actor_template, step: int | None = None) -> dict:

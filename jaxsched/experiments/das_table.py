@@ -209,7 +209,8 @@ def significance_lines(tests: list[dict], target: str = "das") -> list[str]:
 def load_level_rows(cfg: DASConfig, loads, variants) -> dict:
     """`{load: {name: {metric: [S, E]}}}`: the heuristics and every trained variant of `variants` on the
     test episodes with the arrival rate × load (the agents were trained at load 1)."""
-    from jaxsched.experiments.das_train import evaluate_learned, evaluated_actor_params
+    from jaxsched.experiments.das_train import evaluate_learned, evaluated_actor_params, run_dir_of
+    from jaxsched.experiments.train import CHECKPOINT_DIR
 
     built = build_for_eval(cfg)
     env, train_params, test_params, starts = built
@@ -217,7 +218,9 @@ def load_level_rows(cfg: DASConfig, loads, variants) -> dict:
     for v in variants:
         try:
             actors[v], _ = evaluated_actor_params(cfg, v, env, train_params)
-        except FileNotFoundError:
+        except FileNotFoundError as e:
+            if (run_dir_of(cfg, v) / CHECKPOINT_DIR).exists():  # trained, but nothing to evaluate
+                print(f"{VARIANT_LABELS[v]} left out of the load levels: {e}")
             continue
     out = {}
     for load in loads:

@@ -98,7 +98,8 @@ def restore_runner(mngr: ocp.CheckpointManager, step: int, template):
         ) from None
 
 
-def _read_records(path: Path) -> list[dict]:
+def read_jsonl(path: Path) -> list[dict]:
+    """The records of a JSON-lines file (none if it is missing); a line cut short by a kill ends them."""
     records = []
     if path.exists():
         for line in path.read_text().splitlines():
@@ -112,7 +113,7 @@ def _read_records(path: Path) -> list[dict]:
 def read_metrics(path) -> list[dict]:
     """The records of a `metrics.jsonl` (a run dir or the file)."""
     path = Path(path)
-    return _read_records(path / METRICS_FILE if path.is_dir() else path)
+    return read_jsonl(path / METRICS_FILE if path.is_dir() else path)
 
 
 def _chunk_records(metrics: dict, steps_per_update: int, wall_s: float) -> list[dict]:
@@ -240,7 +241,7 @@ def train_chunks(
             say(f"no checkpoint in {run_dir}: starting from scratch")
     else:
         runner = restore_runner(mngr, latest, abstract_state(init, keys, train_params))
-        records = [r for r in _read_records(metrics_path) if r["update"] <= latest]
+        records = [r for r in read_jsonl(metrics_path) if r["update"] <= latest]
         say(f"resuming {run_dir} from the checkpoint at update {latest}")
     metrics_path.write_text("".join(json.dumps(r) + "\n" for r in records))
     if mngr is None:
