@@ -12,7 +12,7 @@ import pytest
 from tiny_gpu_cloud import tiny_cluster
 
 from jaxsched.agents.das import DASActor, DASAgentConfig, empty_history, with_machine_index
-from jaxsched.agents.imitation import pretrain, rank_targets, teacher_action, without_history
+from jaxsched.agents.imitation import pretrain, rank_targets, teacher_action
 from jaxsched.agents.mappo import MAPPO, MAPPOConfig, update_value_stats, value_moments
 from jaxsched.envs.gpu_cloud import GPUCloudAction
 from jaxsched.experiments.das_eval import evaluate_on_episodes, seed_keys
@@ -98,7 +98,7 @@ def test_greedy_rwgp_posterior_mean_is_its_prior_mean():
     obs, state = jax.jit(env.reset)(jax.random.key(0), params)
     actor, actor_params, history = _random_rwgp_actor(env, obs)
     mean = jax.jit(lambda o, h: actor.apply(actor_params, o, h).aff_mu)  # one compile for every call
-    prior = lambda o, h: mean(o, without_history(h))  # noqa: E731
+    prior = lambda o, h: mean(o, h.clear())  # noqa: E731
     mu0 = mean(obs, history)  # no history yet: the prior
     noise = 0.3 * jax.random.normal(jax.random.key(3), mu0.shape)
     greedy = history.push(obs.jobs, obs.job_mask, obs.machines, mu0)

@@ -48,11 +48,6 @@ def teacher_action(teacher: str):
     return act
 
 
-def without_history(history):
-    """The RWGP history with every slot marked empty: the GP posterior is then its prior."""
-    return history.replace(valid=jnp.zeros_like(history.valid))
-
-
 def imitation_loss(mappo, params, value_stats, batch, value_targets):
     """Mean squared error of the learned (greedy) means to the teacher's rank targets, plus
     `(log σ − log imitation_std)²` for every learned Gaussian, plus the critic's squared error to the
@@ -79,9 +74,10 @@ def imitation_loss(mappo, params, value_stats, batch, value_targets):
             aff_mu = pol.aff_mu
             if agent.placement == "rwgp":
                 # The greedy RWGP's history holds its own means, so its posterior mean is its prior mean
-                # (`greedy_placement_is_the_prior`): fit the prior, the mean with the history masked out.
-                # The σ stays the posterior's (with no history it is the kernel's constant 1).
-                aff_mu = mappo.distribution(params["actor"], obs, without_history(history)).aff_mu
+                # (tests/test_imitation.py::test_greedy_rwgp_posterior_mean_is_its_prior_mean): fit the
+                # prior, the mean with the history cleared. The σ stays the posterior's (with no history
+                # it is the kernel's constant 1), hence the second pass.
+                aff_mu = mappo.distribution(params["actor"], obs, history.clear()).aff_mu
             mean_err += masked_mean(jnp.square(aff_mu - affinity), every)
             std_err += masked_mean(jnp.square(jnp.log(pol.aff_std) - log_std_target), rows)
         return mean_err + std_err, mean_err

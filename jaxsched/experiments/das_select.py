@@ -95,10 +95,11 @@ class ValidationSelector:
         return f"val JCT {self.last_jct.mean():,.0f} (best {self.best['avg_jct_min'].mean():,.0f})"
 
     def _start(self, actor, update: int) -> None:
-        for step in saved_steps(self.run_dir):
+        steps = saved_steps(self.run_dir)
+        for step in steps:
             if step > update:  # saved just before a kill that lost the runner's checkpoint of that update
                 shutil.rmtree(self.run_dir / SELECTED_DIR / str(step))
-        if self.resuming and update in saved_steps(self.run_dir):
+        if self.resuming and update in steps:
             self.best = restore_selected(self.run_dir, _abstract(actor), step=update)
             lines = self._keep_lines(upto=update)
             self.last_jct = np.asarray(lines[-1]["avg_jct_min"] if lines else self.best["avg_jct_min"])
