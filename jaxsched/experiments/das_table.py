@@ -5,6 +5,8 @@
     jaxsched table das --cluster small --loads 0.5,1,2     # App. E: Low / Normal / High arrival rates
     jaxsched table das --cluster small --latency           # App. F: decision time per round and per job
     jaxsched table das --cluster small --planners mosa     # evaluate MOSA first (slow), then tabulate
+    jaxsched table das --config configs/das/small_cpu.yaml --runs runs/s1/das_small_cpu runs/s2/das_small_cpu
+                                                           # training seeds run one process each
 
 A cluster's config is `configs/das/<cluster>.yaml` (`--config-dir`). Rows:
   * the heuristics of `eval.policies`, evaluated now on the test episodes (seconds);
@@ -14,6 +16,11 @@ A cluster's config is `configs/das/<cluster>.yaml` (`--config-dir`). Rows:
 Every row holds one value per (seed, test episode), with the same evaluation keys, so rows are paired:
 mean ± std is over seeds × episodes, and the Wilcoxon signed-rank test (Table 3) pairs them. The paper's
 test pairs jobs; with per-episode averages the smallest attainable p is 2 / 2^(seeds · episodes).
+
+`--runs` adds run directories of the same config trained under other `seed`s (one process per training
+seed, as on a CPU). Every run's seed slot i sees the same evaluation keys, so a learned row stacks one
+[S, E] block per training seed, and the heuristic and planner rows, evaluated once, repeat their block
+as often as the most-trained variant has seeds: the pairs stay pairs.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from jaxsched.agents.das import PRESETS
 from jaxsched.experiments.das_config import CLUSTER_SIZES, DASConfig, load_das_config
 from jaxsched.experiments.das_eval import EVAL_FILE, build_for_eval, evaluate_on_episodes, seed_keys
 from jaxsched.experiments.stats import wilcoxon_signed_rank
+from jaxsched.experiments.train import CONFIG_FILE, config_diffs
 from jaxsched.policies.gpu_cloud import LABELS as HEURISTIC_LABELS
 from jaxsched.policies.gpu_cloud import make_heuristic
 
@@ -120,11 +128,64 @@ def evaluate_planner(
     return path
 
 
-def collect_rows(cfg: DASConfig, built=None) -> dict:
-    """Every row of the table in display order: heuristics, planners, learned schedulers."""
+# What may differ between the runs that `--runs` stacks: the training seed and where the run lives.
+_RUN_SECTIONS = ("num_seeds", "cluster", "env", "workload", "eval", "agent", "mappo")
+
+
+def _training_seed(cfg: DASConfig, variant_dir: Path) -> int:
+    """The `seed` that `variant_dir` was trained with; a `ValueError` naming the keys when its recipe
+    (everything but the seed) differs from `cfg`'s."""
+    import yaml
+
+    from jaxsched.experiments.das_config import das_config_from_dict
+
+    path = variant_dir / CONFIG_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"{variant_dir} has an {EVAL_FILE} but no {CONFIG_FILE} to check it against")
+    saved = das_config_from_dict(yaml.safe_load(path.read_text())).to_dict()
+    diffs = config_diffs(saved, cfg.to_dict(), _RUN_SECTIONS, ignore=("agent.variants",))
+    if diffs:
+        raise ValueError(
+            f"--runs: {variant_dir} was trained with another recipe than {cfg.name}: {', '.join(diffs)} "
+            f"differ (see {path})"
+        )
+    return saved["seed"]
+
+
+def stacked_learned_rows(cfg: DASConfig, run_dirs) -> dict:
+    """`{variant: {metric: [K·S, E]} or None}`: each variant's `eval.json` from every run directory that
+    has one, checked to be `cfg`'s recipe and stacked in order of training seed (K of them)."""
+    out = {}
+    for v in LEARNED_ORDER:
+        by_seed: dict[int, tuple[Path, dict]] = {}
+        for d in run_dirs:
+            row = _read_eval(d / v / EVAL_FILE)
+            if row is None:
+                continue
+            seed = _training_seed(cfg, d / v)
+            if seed in by_seed:
+                first = by_seed[seed][0]
+                raise ValueError(f"--runs: {label(v)} has training seed {seed} twice: {first} and {d}")
+            by_seed[seed] = (d, row)
+        blocks = [by_seed[s][1] for s in sorted(by_seed)]
+        out[v] = {k: np.concatenate([b[k] for b in blocks]) for k in blocks[0]} if blocks else None
+    return out
+
+
+def collect_rows(cfg: DASConfig, built=None, runs=()) -> dict:
+    """Every row of the table in display order: heuristics, planners, learned schedulers. `runs`: more
+    run directories of `cfg`'s recipe under other training seeds (module docstring)."""
     rows = dict(heuristic_rows(cfg, built))
     rows.update(stored_rows(cfg, PLANNERS))
-    rows.update(stored_rows(cfg, LEARNED_ORDER))
+    if not runs:
+        rows.update(stored_rows(cfg, LEARNED_ORDER))
+        return rows
+    learned = stacked_learned_rows(cfg, [cfg.run_dir, *map(Path, runs)])
+    repeats = max((r["avg_jct_min"].shape[0] // cfg.num_seeds for r in learned.values() if r), default=1)
+    for name, r in rows.items():  # evaluated once on the keys that every training seed saw
+        if r is not None:
+            rows[name] = {k: np.tile(v, (repeats, 1)) for k, v in r.items()}
+    rows.update(learned)
     return rows
 
 
@@ -304,6 +365,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("which", choices=["das"], help="which paper's tables (das: Xing et al., KDD'23)")
     parser.add_argument("--cluster", default="small", choices=[*CLUSTER_SIZES, "all"])
     parser.add_argument("--config-dir", default="configs/das", help="where <cluster>.yaml lives")
+    parser.add_argument("--config", default=None, help="tabulate this config file instead of <cluster>.yaml")
+    parser.add_argument(
+        "--runs", nargs="+", default=[], metavar="RUN_DIR",
+        help="more run dirs (out_dir/name) of the same config trained with other seeds; stacked as seeds",
+    )  # fmt: skip
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     parser.add_argument("--planners", default="", help="first evaluate these planners (mosa,malo): slow")
     parser.add_argument("--planner-episodes", type=int, default=None, help="test episodes for --planners")
@@ -338,10 +404,22 @@ def run_from_args(args) -> int:
     loads = _parse_list(args.loads, float, None, "--loads")
     if any(x <= 0 for x in loads):
         raise ValueError(f"--loads must be positive multipliers, got {loads}")
-    clusters = list(CLUSTER_SIZES) if args.cluster == "all" else [args.cluster]
-    paths = {c: Path(args.config_dir) / f"{c}.yaml" for c in clusters}
-    if args.cluster != "all" and not paths[args.cluster].exists():
-        raise FileNotFoundError(f"no config for the {args.cluster} cluster: {paths[args.cluster]}")
+    if args.runs and (loads or args.latency):
+        raise ValueError("--runs stacks stored results only: run --loads and --latency without it")
+    if args.config is not None:
+        if not Path(args.config).is_file():
+            raise FileNotFoundError(f"--config: no such file: {args.config}")
+        paths = {load_das_config(args.config, args.set).cluster.size: Path(args.config)}
+    else:
+        clusters = list(CLUSTER_SIZES) if args.cluster == "all" else [args.cluster]
+        paths = {c: Path(args.config_dir) / f"{c}.yaml" for c in clusters}
+        if args.cluster != "all" and not paths[args.cluster].exists():
+            raise FileNotFoundError(f"no config for the {args.cluster} cluster: {paths[args.cluster]}")
+    if args.runs and len(paths) > 1:
+        raise ValueError("--runs belongs to one config: name it with --config or one --cluster")
+    missing = [r for r in args.runs if not Path(r).is_dir()]
+    if missing:
+        raise FileNotFoundError(f"--runs: no such run directory: {', '.join(missing)}")
     console = Console()
     md, record = [], {}
     for cluster, path in paths.items():
@@ -353,7 +431,7 @@ def run_from_args(args) -> int:
             console.print(f"evaluating {label(p)} on {cluster} (slow) …")
             evaluate_planner(cfg, p, args.planner_episodes, args.planner_seeds)
         t0 = time.perf_counter()
-        rows = collect_rows(cfg)
+        rows = collect_rows(cfg, runs=args.runs)
         tests = significance(rows)
         title = (
             f"## {cluster.capitalize()} cluster ({cfg.cluster.machines} machines × 8 GPUs): mean ± std over "
@@ -361,6 +439,12 @@ def run_from_args(args) -> int:
         )
         lines = [title, "", *table1_lines(rows, cluster), "", "Wilcoxon signed-rank tests:", "",
                  *significance_lines(tests)]  # fmt: skip
+        if args.runs:
+            note = (
+                f"Learned rows stack {1 + len(args.runs)} run directories by training seed; the heuristic "
+                "and planner rows repeat their one evaluation for each seed (the same keys)."
+            )
+            lines[1:1] = ["", note]
         rec = {
             "config": str(path),
             "rows": {

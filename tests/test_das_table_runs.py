@@ -1,0 +1,71 @@
+"""`jaxsched table das --runs`: training seeds run as separate processes are stacked into one table, with
+the heuristic rows repeated so that every learned (seed, episode) keeps its paired heuristic value."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from jaxsched.experiments import das_table
+from jaxsched.experiments.das_config import load_das_config
+
+QUICK = Path(__file__).resolve().parents[1] / "configs" / "das" / "quick.yaml"
+
+
+def fake_run(root: Path, cfg, variant: str, seed: int, jct) -> Path:
+    """A run directory `root/<name>` whose `variant` was 'trained' with `seed` and scored `jct` [S, E]."""
+    run_dir = root / cfg.name
+    d = run_dir / variant
+    d.mkdir(parents=True)
+    (d / "config.yaml").write_text(yaml.safe_dump(cfg.replace(seed=seed).to_dict()))
+    jct = np.asarray(jct, float)
+    results = {"avg_jct_min": {"values": jct.tolist()}, "avg_fee": {"values": (jct / 10).tolist()}}
+    (d / "eval.json").write_text(json.dumps({"results": results}))
+    return run_dir
+
+
+@pytest.fixture
+def cfg(tmp_path):
+    return load_das_config(QUICK, [f"out_dir={tmp_path / 'main'}", "num_seeds=1"])
+
+
+def test_runs_stack_by_training_seed_and_repeat_the_heuristics(cfg, tmp_path, monkeypatch):
+    heuristic = {"avg_jct_min": np.array([[10.0, 20.0]]), "avg_fee": np.array([[1.0, 2.0]])}
+    monkeypatch.setattr(das_table, "heuristic_rows", lambda cfg, built=None: {"fifo_firstfit": heuristic})
+    fake_run(tmp_path / "main", cfg, "das", 0, [[1, 2]])
+    s2 = fake_run(tmp_path / "b", cfg, "das", 2, [[5, 6]])
+    s1 = fake_run(tmp_path / "a", cfg, "das", 1, [[3, 4]])
+    fake_run(tmp_path / "a", cfg, "da", 1, [[7, 8]])  # a variant trained with one seed only
+    rows = das_table.collect_rows(cfg, runs=[s2, s1])
+    np.testing.assert_array_equal(rows["das"]["avg_jct_min"], [[1, 2], [3, 4], [5, 6]])  # seed order
+    np.testing.assert_array_equal(rows["fifo_firstfit"]["avg_jct_min"], [[10, 20]] * 3)
+    np.testing.assert_array_equal(rows["da"]["avg_jct_min"], [[7, 8]])
+    assert rows["dl2"] is None
+    best = [t for t in das_table.significance(rows) if t["best"]]
+    assert {t["versus"] for t in best} == {"fifo_firstfit"} and best[0]["n"] == 6  # paired over 3 × 2
+    # without --runs the table is what it was: the config's own run only, nothing repeated
+    rows = das_table.collect_rows(cfg)
+    assert rows["fifo_firstfit"]["avg_jct_min"].shape == (1, 2) and rows["das"]["avg_jct_min"].shape == (1, 2)
+
+
+def test_runs_refuse_a_repeated_seed_or_another_recipe(cfg, tmp_path):
+    fake_run(tmp_path / "main", cfg, "das", 0, [[1, 2]])
+    same_seed = fake_run(tmp_path / "a", cfg, "das", 0, [[3, 4]])
+    with pytest.raises(ValueError, match="seed 0 twice"):
+        das_table.stacked_learned_rows(cfg, [cfg.run_dir, same_seed])
+    other = fake_run(tmp_path / "b", cfg.replace(mappo=cfg.mappo.__class__(lr=1e-3)), "das", 1, [[3, 4]])
+    with pytest.raises(ValueError, match="mappo.lr"):
+        das_table.stacked_learned_rows(cfg, [cfg.run_dir, other])
+
+
+def test_runs_cli_errors_name_the_option(tmp_path, capsys):
+    from jaxsched.cli import main
+
+    assert main(["table", "das", "--config", str(QUICK), "--latency", "--runs", str(tmp_path)]) != 0
+    assert "--runs stacks stored results only" in capsys.readouterr().err
+    assert main(["table", "das", "--config", str(QUICK), "--runs", str(tmp_path / "missing")]) != 0
+    assert "--runs: no such run directory" in capsys.readouterr().err
