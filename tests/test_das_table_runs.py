@@ -39,14 +39,17 @@ def test_runs_stack_by_training_seed_and_repeat_the_heuristics(cfg, tmp_path, mo
     fake_run(tmp_path / "main", cfg, "das", 0, [[1, 2]])
     s2 = fake_run(tmp_path / "b", cfg, "das", 2, [[5, 6]])
     s1 = fake_run(tmp_path / "a", cfg, "das", 1, [[3, 4]])
-    fake_run(tmp_path / "a", cfg, "da", 1, [[7, 8]])  # a variant trained with one seed only
     rows = das_table.collect_rows(cfg, runs=[s2, s1])
     np.testing.assert_array_equal(rows["das"]["avg_jct_min"], [[1, 2], [3, 4], [5, 6]])  # seed order
     np.testing.assert_array_equal(rows["fifo_firstfit"]["avg_jct_min"], [[10, 20]] * 3)
-    np.testing.assert_array_equal(rows["da"]["avg_jct_min"], [[7, 8]])
     assert rows["dl2"] is None
     best = [t for t in das_table.significance(rows) if t["best"]]
     assert {t["versus"] for t in best} == {"fifo_firstfit"} and best[0]["n"] == 6  # paired over 3 × 2
+    # the heuristics repeat as often as DAS has seeds, not as the most-trained variant has
+    for seed, root in ((0, "main"), (1, "a"), (2, "b"), (3, "c")):
+        fake_run(tmp_path / root, cfg, "da", seed, [[7, 8]])
+    rows = das_table.collect_rows(cfg, runs=[s2, s1, tmp_path / "c" / cfg.name])
+    assert rows["da"]["avg_jct_min"].shape == (4, 2) and rows["fifo_firstfit"]["avg_jct_min"].shape == (3, 2)
     # without --runs the table is what it was: the config's own run only, nothing repeated
     rows = das_table.collect_rows(cfg)
     assert rows["fifo_firstfit"]["avg_jct_min"].shape == (1, 2) and rows["das"]["avg_jct_min"].shape == (1, 2)
