@@ -20,7 +20,7 @@ test pairs jobs; with per-episode averages the smallest attainable p is 2 / 2^(s
 `--runs` adds run directories of the same config trained under other `seed`s (one process per training
 seed, as on a CPU). Every run's seed slot i sees the same evaluation keys, so a learned row stacks one
 [S, E] block per training seed, and the heuristic and planner rows, evaluated once, repeat their block
-as often as the most-trained variant has seeds: the pairs stay pairs.
+once per training seed of DAS (of the most-trained variant when DAS has none): the pairs stay pairs.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import numpy as np
 
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
 from jaxsched.agents.das import PRESETS
-from jaxsched.experiments.das_config import CLUSTER_SIZES, DASConfig, load_das_config
+from jaxsched.experiments.das_config import CLUSTER_SIZES, DASConfig, das_config_from_dict, load_das_config
 from jaxsched.experiments.das_eval import EVAL_FILE, build_for_eval, evaluate_on_episodes, seed_keys
 from jaxsched.experiments.stats import wilcoxon_signed_rank
 from jaxsched.experiments.train import CONFIG_FILE, config_diffs
@@ -128,7 +128,7 @@ def evaluate_planner(
     return path
 
 
-# What may differ between the runs that `--runs` stacks: the training seed and where the run lives.
+# The sections that the runs stacked by `--runs` must share; they may differ in seed, name and out_dir.
 _RUN_SECTIONS = ("num_seeds", "cluster", "env", "workload", "eval", "agent", "mappo")
 
 
@@ -136,8 +136,6 @@ def _training_seed(cfg: DASConfig, variant_dir: Path) -> int:
     """The `seed` that `variant_dir` was trained with; a `ValueError` naming the keys when its recipe
     (everything but the seed) differs from `cfg`'s."""
     import yaml
-
-    from jaxsched.experiments.das_config import das_config_from_dict
 
     path = variant_dir / CONFIG_FILE
     if not path.exists():
