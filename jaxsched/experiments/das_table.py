@@ -36,7 +36,7 @@ import numpy as np
 
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
 from jaxsched.agents.das import PRESETS
-from jaxsched.experiments.das_config import CLUSTER_SIZES, DASConfig, das_config_from_dict, load_das_config
+from jaxsched.experiments.das_config import CLUSTER_SIZES, DASConfig, load_das_config
 from jaxsched.experiments.das_eval import EVAL_FILE, build_for_eval, evaluate_on_episodes, seed_keys
 from jaxsched.experiments.stats import wilcoxon_signed_rank
 from jaxsched.experiments.train import CONFIG_FILE, config_diffs
@@ -135,12 +135,12 @@ _RUN_SECTIONS = ("num_seeds", "cluster", "env", "workload", "eval", "agent", "ma
 def _training_seed(cfg: DASConfig, variant_dir: Path) -> int:
     """The `seed` that `variant_dir` was trained with; a `ValueError` naming the keys when its recipe
     (everything but the seed) differs from `cfg`'s."""
-    import yaml
+    from jaxsched.experiments.das_train import saved_config
 
     path = variant_dir / CONFIG_FILE
-    if not path.exists():
+    saved = saved_config(variant_dir)
+    if saved is None:
         raise FileNotFoundError(f"{variant_dir} has an {EVAL_FILE} but no {CONFIG_FILE} to check it against")
-    saved = das_config_from_dict(yaml.safe_load(path.read_text())).to_dict()
     diffs = config_diffs(saved, cfg.to_dict(), _RUN_SECTIONS, ignore=("agent.variants",))
     if diffs:
         raise ValueError(

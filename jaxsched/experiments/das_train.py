@@ -109,11 +109,20 @@ def _summary(records: list[dict]) -> str:
     return f"return {ret:.3f}  avg JCT {weighted_episode_mean(records, 'avg_jct_min'):,.0f} min"
 
 
+def saved_config(run_dir: Path) -> dict | None:
+    """The resolved config a variant's run directory was trained with, as `DASConfig.to_dict()` gives it
+    (None when it has no `config.yaml`)."""
+    path = run_dir / CONFIG_FILE
+    if not path.exists():
+        return None
+    return das_config_from_dict(yaml.safe_load(path.read_text())).to_dict()
+
+
 def _check_resumable(cfg: DASConfig, run_dir: Path) -> None:
     saved_path = run_dir / CONFIG_FILE
-    if not saved_path.exists():
+    saved = saved_config(run_dir)
+    if saved is None:
         return
-    saved = das_config_from_dict(yaml.safe_load(saved_path.read_text())).to_dict()
     sections = ("seed", "num_seeds", "cluster", "env", "workload", "agent", "mappo")
     diffs = config_diffs(saved, cfg.to_dict(), sections, ignore=("agent.variants",))
     if diffs and diffs != ["mappo.total_updates"]:  # training longer (or shorter) is a legitimate resume
