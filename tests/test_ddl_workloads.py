@@ -343,6 +343,27 @@ def test_load_pai_errors(tmp_path):
         load_pai(job, task)
 
 
+def test_load_pai_no_jobs_left_names_the_file_and_why(tmp_path):
+    # the header row only: an empty table
+    job, task, _ = write(tmp_path, jobs_text="", header=True)
+    with pytest.raises(
+        ValueError, match=r"pai_job_table.csv: no jobs to schedule: 0 job rows \(12 task rows"
+    ):
+        load_pai(job, task)
+    # every row filtered: j2 not terminated, j8 zero duration
+    job, task, _ = write(tmp_path, jobs_text="j2,i2,u2,Failed,50,60\nj8,i8,u1,Terminated,5,9\n")
+    with pytest.raises(
+        ValueError,
+        match=r"pai_job_table.csv: no jobs to schedule: 2 job rows .*not_terminated 1, zero_duration 1$",
+    ):
+        load_pai(job, task)
+    # the only job (j7, 16 x 8 GPUs) does not fit 8 machines
+    job, task, _ = write(tmp_path, jobs_text="j7,i7,u1,Terminated,400,900\n")
+    with pytest.raises(ValueError, match=r"no jobs to schedule: 1 job rows .*dropped: too_large 1$"):
+        load_pai(job, task)
+    assert load_pai(job, task, n_machines=16)[0].num_jobs == 1
+
+
 def test_model_index():
     names = [
         MODEL_NAMES[model_index(s)] for s in ("resnet", "ResNeXt-110", "VGG16", "inception_v3", "bert", "")

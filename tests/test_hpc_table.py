@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -457,16 +458,55 @@ PUBLISHED = {
     ("lublin_256_new2.swf", "bsld", False): [7842.47, 9523.18, 11265.31, 787.89, 698.34],
     ("lublin_256_new2.swf", "bsld", True): [247.61, 318.35, 379.59, 91.99, 148.25],
     ("lublin_256.swf", "util", False): [0.657, 0.747, 0.691, 0.762, 0.816],
+    ("lublin_256.swf", "util", True): [0.868, 0.864, 0.883, 0.778, 0.840],
+    ("lublin_256_new2.swf", "util", False): [0.404, 0.543, 0.510, 0.562, 0.478],
     ("lublin_256_new2.swf", "util", True): [0.587, 0.583, 0.587, 0.593, 0.552],
 }
+
+
+def require_trace(path: Path) -> None:
+    """Skip when a shared trace is absent, except in CI (`CI` set), which has ../shared/data: there a
+    missing trace must fail, or the published-table checks would pass by never running."""
+    if path.is_file():
+        return
+    if os.environ.get("CI", "").strip().lower() not in ("", "0", "false"):
+        pytest.fail(f"{path} not available, and CI is set: CI must run this against ../shared/data")
+    pytest.skip(f"{path} not available")
+
+
+def trace_outcome(path: Path) -> tuple[str, str]:
+    """What `require_trace` does to a test: ("Failed" | "Skipped", message) or ("runs", "").
+    Caught by hand: a skip raised inside `pytest.raises` would skip this test instead of failing it."""
+    try:
+        require_trace(path)
+    except (pytest.fail.Exception, pytest.skip.Exception) as e:
+        return type(e).__name__, str(e)
+    return "runs", ""
+
+
+@pytest.mark.parametrize("ci", ["true", "1"])
+def test_missing_trace_fails_in_ci_and_skips_elsewhere(tmp_path, monkeypatch, ci):
+    missing, present = tmp_path / "none.swf", tmp_path / "t.swf"
+    present.write_text("; MaxNodes: 4\n")
+    monkeypatch.setenv("CI", ci)
+    assert trace_outcome(missing) == (
+        "Failed",
+        f"{missing} not available, and CI is set: CI must run this against ../shared/data",
+    )
+    assert trace_outcome(present) == ("runs", "")
+    for unset in ("", "false"):
+        monkeypatch.setenv("CI", unset)
+        assert trace_outcome(missing) == ("Skipped", f"{missing} not available")
+    monkeypatch.delenv("CI")
+    assert trace_outcome(missing) == ("Skipped", f"{missing} not available")
+    assert trace_outcome(present) == ("runs", "")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("trace, metric, backfill", list(PUBLISHED))
 def test_published_table(trace, metric, backfill, tmp_path):
     path = HPC / trace
-    if not path.is_file():
-        pytest.skip(f"{path} not available")
+    require_trace(path)
     out = tmp_path / "table.json"
     argv = ["hpc-table", "--trace", str(path), "--metric", metric, "--json", str(out)]
     assert main(argv + (["--backfill"] if backfill else [])) == 0

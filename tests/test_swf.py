@@ -96,6 +96,26 @@ def test_bad_header_value():
         parse_swf_text("; Version: 2\n; MaxNodes: lots\n" + row(1, 0, 5) + "\n")
 
 
+@pytest.mark.parametrize(
+    "header,line,field,value",
+    [
+        ("; MaxNodes: 0", 1, "MaxNodes", 0),
+        ("; Version: 2\n; MaxProcs: 0", 2, "MaxProcs", 0),
+        ("; MaxNodes: 128\n; MaxProcs: 0", 2, "MaxProcs", 0),  # not silently MaxNodes instead
+        ("; MaxProcs: 64\n; maxnodes: -1", 2, "maxnodes", -1),
+    ],
+)
+def test_header_machine_size_below_one_is_an_error_not_a_missing_header(header, line, field, value):
+    text = swf(row(1, 0, 5), header=header)
+    with pytest.raises(ValueError) as err:
+        parse_swf_text(text, source="t.swf")
+    msg = str(err.value)
+    assert msg.startswith(f"t.swf: line {line}: header field '{field}' is {value}, not a machine size")
+    assert "no 'MaxNodes'/'MaxProcs' header" not in msg and "n_cores=" in msg
+    w, r = parse_swf_text_with_report(text, n_cores=8)  # the machine size given: the header is not used
+    assert w.max_procs == 8 and r.max_procs == 8
+
+
 # --- row rules ------------------------------------------------------------------------------------------
 
 
@@ -127,6 +147,55 @@ def test_float_fields_rounded():
     text = swf("1 0.0 -1 12.0 2.0 -1 -1 -1 30.0 -1 1 -1 -1 -1 -1 -1 -1 -1")
     w = parse_swf_text(text)
     assert (arr(w, "run"), arr(w, "req_time"), arr(w, "cores")) == ([12], [30], [2])
+
+
+@pytest.mark.parametrize("col,alloc,req_procs", [(5, "2.5", "-1"), (8, "1", "3.25")])
+def test_fractional_cores_are_an_error_naming_job_and_column(col, alloc, req_procs):
+    text = swf(row(1, 0, 5), row(7, 1, 5, alloc=alloc, req_procs=req_procs))
+    name = "allocated procs" if col == 5 else "requested procs"
+    with pytest.raises(ValueError) as err:
+        parse_swf_text(text)
+    assert str(err.value) == (
+        f"<string>: line 3: job id 7: column {col} ({name}) is not a whole number: "
+        f"'{alloc if col == 5 else req_procs}'"
+    )
+
+
+def test_fractional_job_id_is_an_error():
+    with pytest.raises(ValueError, match=r"line 2: column 1 \(job id\) is not a whole number: '1.5'"):
+        parse_swf_text(swf(row("1.5", 0, 5), row(2, 1, 5)))
+
+
+def test_duplicate_job_id_is_an_error_naming_both_lines():
+    text = swf(row(4, 0, 5), row(9, 1, 5), row(5, 2, 0), row(9, 3, 5), row(4, 4, 5))
+    with pytest.raises(ValueError) as err:
+        parse_swf_text(text, source="d.swf")
+    assert str(err.value) == "d.swf: line 5: column 1 (job id) 9 is a duplicate (first at line 3)"
+    # a dropped (zero run time) row still owns its id
+    with pytest.raises(ValueError, match=r"line 3: column 1 \(job id\) 1 is a duplicate \(first at line 2\)"):
+        parse_swf_text(swf(row(1, 0, 0), row(1, 1, 5)))
+
+
+@pytest.mark.parametrize("req", [0, -2, -3600])
+def test_requested_time_zero_or_below_minus_one_is_an_error(req):
+    text = swf(row(1, 0, 5, req_time=-1), row(2, 1, 5, req_time=req))
+    with pytest.raises(ValueError) as err:
+        parse_swf_text(text)
+    assert str(err.value) == (
+        f"<string>: line 3: job id 2: column 9 (requested time) must be > 0, or -1 for unknown, got {req}"
+    )
+
+
+def test_requested_time_minus_one_is_the_run_time_counted():
+    # the documented fallback, exactly -1 ("-1.0" too); dropped rows are not checked or counted
+    text = swf(
+        row(1, 0, 50, req_time=-1),
+        row(2, 1, 7, req_time="-1.0"),
+        row(3, 2, 9, req_time=20),
+        row(4, 3, 0, req_time=0),
+    )
+    w, r = parse_swf_text_with_report(text)
+    assert arr(w, "req_time") == [50, 7, 20] and r.n_req_time_from_run == 2
 
 
 def test_negative_run_becomes_10_and_zero_run_dropped():

@@ -3,6 +3,7 @@
 
 import glob
 import json
+import re
 from pathlib import Path
 
 import chex
@@ -11,7 +12,15 @@ import pytest
 import yaml
 
 from jaxsched.cli import main
-from jaxsched.experiments.config import RunConfig, build_run, config_from_dict, load_config
+from jaxsched.experiments.config import (
+    RunConfig,
+    apply_overrides,
+    build_run,
+    config_from_dict,
+    load_config,
+    load_yaml,
+)
+from jaxsched.experiments.das_config import load_das_config
 from jaxsched.experiments.eval_run import eval_run
 from jaxsched.experiments.plots import plot_split_sweep
 from jaxsched.experiments.train import (
@@ -112,6 +121,65 @@ def test_relative_workload_path_resolves_beside_the_config(tmp_path, monkeypatch
     assert load_config(write_yaml(tmp_path / "cfg" / "b.yaml", d)).workload.path == str(
         tmp_path / "elsewhere.swf"
     )
+
+
+@pytest.mark.parametrize(
+    "text,line,key,first",
+    [
+        ("seed: 0\nenv:\n  tail: 1\n  window: 4\n  tail: 2\n", 5, "'tail'", 3),  # nested
+        ("seed: 0\nname: a\nseed: 1\n", 3, "'seed'", 1),  # top level
+        ("ppo: {hidden: [32], lr: 0.1, lr: 0.2}\n", 1, "'lr'", 1),  # flow mapping, one line
+    ],
+)
+def test_duplicate_yaml_key_names_the_file_key_and_lines(tmp_path, text, line, key, first):
+    path = tmp_path / "dup.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError) as err:
+        load_config(path)
+    assert str(err.value) == f"{path}: line {line}: duplicate key {key} (first at line {first})"
+    assert yaml.safe_load(text) is not None  # plain PyYAML takes it silently: the strict loader must not
+
+
+def test_duplicate_yaml_key_in_a_das_config_and_the_cli(tmp_path, capsys):
+    path = tmp_path / "das.yaml"
+    path.write_text("kind: das\ncluster:\n  size: small\n  size: large\n")
+    with pytest.raises(
+        ValueError, match=rf"^{re.escape(str(path))}: line 4: duplicate key 'size' \(first at line 3\)$"
+    ):
+        load_das_config(path)
+    assert main(["train", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "line 4: duplicate key 'size' (first at line 3)" in err and err.count("\n") == 1
+
+
+def test_yaml_merge_keys_may_be_overridden_and_syntax_errors_are_one_line(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text("x: &base {tail: 1, window: 4}\nenv:\n  <<: *base\n  tail: 2\n")
+    assert load_yaml(path)["env"] == {"tail": 2, "window": 4}  # YAML's rule: an explicit key wins
+    path.write_text("env: {tail: 1\n")
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: not valid YAML: .*line 1") as err:
+        load_config(path)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "overrides,expect",
+    [
+        (
+            ["ppo.hidden=[32]", "ppo.hidden=[64]"],
+            "override 'ppo.hidden=[64]': key 'ppo.hidden' is already set",
+        ),
+        (["env={tail: 1}", "env.tail=2"], "override 'env.tail=2': key 'env.tail' is already set by 'env="),
+        (
+            ["env.tail=2", "env={tail: 1}"],
+            "override 'env={tail: 1}': key 'env' is already set by 'env.tail=2'",
+        ),
+        (["env={tail: 1, tail: 2}"], "override 'env={tail: 1, tail: 2}': line 1: duplicate key 'tail'"),
+    ],
+)
+def test_overrides_reject_a_key_given_twice(overrides, expect):
+    with pytest.raises(ValueError, match=re.escape(expect)):
+        apply_overrides({}, overrides)
 
 
 def test_shipped_configs_load():

@@ -11,6 +11,9 @@ training never sees: a trace is split in time (`trace_split`), a generated workl
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 
 from jaxsched.agents.ppo import PPOConfig
@@ -42,19 +45,26 @@ def trace_split(
 ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """Train and test episode windows `(starts, ends)` over one trace, split in time.
 
-    Training episodes start in the first `1 − test_fraction` of the trace and never see a job past the
-    split; test episodes start after it. A start leaves room for `arrivals_factor × episode_jobs`
-    arrivals (an episode needs more arrivals than placements while its queue is non-empty).
+    Training episodes start in the first `⌊num_jobs × (1 − test_fraction)⌋` jobs of the trace (the
+    fraction taken as the decimal it prints as, so 0.9 of 1,000 jobs leaves 100, not 99) and never see a
+    job past the split; test episodes start after it. A start leaves room for `arrivals_factor ×
+    episode_jobs` arrivals (an episode needs more arrivals than placements while its queue is non-empty).
     """
     if not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
-    split = int(num_jobs * (1 - test_fraction))
+    if episode_jobs < 1:
+        raise ValueError(f"episode_jobs must be >= 1, got {episode_jobs}")
+    if not arrivals_factor >= 1:
+        raise ValueError(f"arrivals_factor must be >= 1 (arrivals per placed job), got {arrivals_factor}")
+    split = math.floor(num_jobs * (1 - Fraction(str(float(test_fraction)))))  # exact: no float round-off
     need = int(np.ceil(arrivals_factor * episode_jobs))
-    if split - need < 1 or num_jobs - split - need < 1:
-        raise ValueError(
-            f"a trace of {num_jobs} jobs is too short for {episode_jobs}-job episodes on both sides of a "
-            f"{1 - test_fraction:.0%}/{test_fraction:.0%} split (each side needs > {need} jobs)"
-        )
+    for part, size in (("training", split), ("test", num_jobs - split)):
+        if size <= need:
+            raise ValueError(
+                f"num_jobs={num_jobs} is too few for episode_jobs={episode_jobs} with test_fraction="
+                f"{test_fraction}: the {part} part has {size} jobs, an episode needs > {need} "
+                f"(arrivals_factor {arrivals_factor} x episode_jobs)"
+            )
     train_starts = np.arange(0, split - need + 1)
     test_starts = np.arange(split, num_jobs - need + 1)
     return (train_starts, np.full_like(train_starts, split)), (

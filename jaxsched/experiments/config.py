@@ -14,7 +14,9 @@ A config has the sections below (every field optional; defaults are the paper's,
     eval:     {episodes, greedy, baselines, baseline_window, seed}
 
 Unknown keys at any level are an error naming the dotted key and the closest valid one; a value of the
-wrong type is an error naming the key and the expected type. `load_config(path)` reads a file,
+wrong type is an error naming the key and the expected type; a key given twice in one mapping is an error
+naming the file, the key and both lines (`load_yaml`; PyYAML alone keeps the last one silently), and so is
+a key overridden twice. `load_config(path)` reads a file,
 `config_from_dict(d)` a mapping, `RunConfig.to_dict()` gives a mapping `config_from_dict` reads back.
 `build_run(cfg)` makes the env, the training and held-out test params and the PPO config.
 """
@@ -367,14 +369,62 @@ def resolve_path(path: str, source: str | Path | None) -> str:
     return str(p.resolve())
 
 
+class DuplicateKeyError(yaml.YAMLError):
+    """A mapping key given twice (raised by `StrictLoader`)."""
+
+
+class StrictLoader(yaml.SafeLoader):
+    """`yaml.SafeLoader` that rejects a key given twice in one mapping (`DuplicateKeyError`); plain
+    PyYAML keeps the last value silently. Keys merged in with `<<: *anchor` may still be overridden."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in seen:
+                    raise DuplicateKeyError(f"line {line}: duplicate key {key!r} (first at line {seen[key]})")
+                seen[key] = line
+            except TypeError:  # an unhashable key: SafeLoader's own error says so below
+                continue
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(path: str | Path) -> Any:
+    """The YAML file at `path` read with `StrictLoader`; a duplicate key or a syntax error is a
+    one-line `ValueError` starting with the file name."""
+    try:
+        with open(path, encoding="utf-8") as f:  # a stream, so PyYAML's own messages name the file
+            return yaml.load(f, Loader=StrictLoader)
+    except DuplicateKeyError as e:
+        raise ValueError(f"{path}: {e}") from None
+    except yaml.YAMLError as e:
+        raise ValueError(f"{path}: not valid YAML: {_one_line(e)}") from None
+
+
+def _one_line(e: Exception) -> str:
+    """PyYAML's multi-line error message on one line."""
+    return " ".join(str(e).split())
+
+
 def apply_overrides(d: dict, overrides: list[str] | tuple[str, ...]) -> dict:
     """A copy of mapping `d` with `KEY=VALUE` overrides applied (dotted keys, YAML values), e.g.
-    `env.tail=3`, `ppo.hidden=[256, 256]`. Keys are checked when the result is parsed."""
+    `env.tail=3`, `ppo.hidden=[256, 256]`. Keys are checked when the result is parsed; a key overridden
+    twice, or a value with a duplicate key, is an error."""
     d = copy.deepcopy(d) if d else {}
+    given: dict[str, str] = {}
     for item in overrides:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"override '{item}' must look like KEY=VALUE (e.g. env.tail=3)")
+        dotted = key.strip()
+        for g, earlier in given.items():  # the same key, or a section and a key inside it
+            if g == dotted or g.startswith(dotted + ".") or dotted.startswith(g + "."):
+                raise ValueError(f"override '{item}': key '{dotted}' is already set by '{earlier}'")
+        given[dotted] = item
         *parents, leaf = key.strip().split(".")
         node = d
         for i, part in enumerate(parents):
@@ -382,9 +432,11 @@ def apply_overrides(d: dict, overrides: list[str] | tuple[str, ...]) -> dict:
             if not isinstance(node, dict):
                 raise ValueError(f"override '{item}': '{'.'.join(parents[: i + 1])}' is not a section")
         try:
-            node[leaf] = yaml.safe_load(text)
+            node[leaf] = yaml.load(text, Loader=StrictLoader)
+        except DuplicateKeyError as e:
+            raise ValueError(f"override '{item}': {e}") from None
         except yaml.YAMLError as e:
-            raise ValueError(f"override '{item}': the value is not valid YAML: {e}") from None
+            raise ValueError(f"override '{item}': the value is not valid YAML: {_one_line(e)}") from None
     return d
 
 
@@ -394,10 +446,7 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"config file not found: {path}")
-    try:
-        d = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise ValueError(f"{path}: not valid YAML: {e}") from None
+    d = load_yaml(path)
     if overrides:
         if not isinstance(d, (dict, type(None))):
             raise ValueError(f"{path}: a config must be a mapping of keys to values")

@@ -34,8 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from jaxsched.agents.das import PRESETS, DASAgentConfig
 from jaxsched.agents.mappo import MAPPOConfig
 from jaxsched.experiments.config import (
@@ -44,6 +42,7 @@ from jaxsched.experiments.config import (
     _to_plain,
     _unknown,
     apply_overrides,
+    load_yaml,
     resolve_path,
 )
 from jaxsched.policies.gpu_cloud import HEURISTICS, LABELS
@@ -220,8 +219,8 @@ _SECTIONS = {
 def is_das_config(path: str | Path) -> bool:
     """Does the YAML file at `path` say `kind: das`?"""
     try:
-        d = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError):
+        d = load_yaml(path)
+    except (OSError, ValueError):  # unreadable: the config loader reports why
         return False
     return isinstance(d, dict) and d.get("kind") == KIND
 
@@ -273,10 +272,7 @@ def load_das_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"config file not found: {path}")
-    try:
-        d = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise ValueError(f"{path}: not valid YAML: {e}") from None
+    d = load_yaml(path)
     if overrides:
         d = apply_overrides(d if isinstance(d, dict) else {}, overrides)
     return das_config_from_dict(d, source=path)

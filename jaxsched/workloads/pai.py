@@ -22,7 +22,7 @@ Rules:
     one): a row with fewer or more fields than the header, a non-numeric value in a used numeric column,
     infinity, a negative inst_num/plan_cpu/plan_mem/plan_gpu or a negative duration (task end < start) in
     any task row, a non-integer or zero inst_num on a kept job's GPU task, a duplicate job_name, a submit
-    time outside int32;
+    time outside int32; and no job left (an empty job table, or every row dropped: the counts are named);
   * model: the job's `inst_id` looked up in the group tag table (first row wins); its `workload` is matched
     case-insensitively by substring against `MODEL_ALIASES` (e.g. "ResNet50" -> resnet-50, "vgg" -> vgg-16),
     else "unknown";
@@ -272,6 +272,12 @@ def load_pai(
         w, dropped["too_large"] = ddl.drop_too_large(w, **caps)
     else:
         ddl.validate_ddl_workload(w, **caps)
+    if w.num_jobs == 0:  # a 0-job workload would only fail later, far from its cause
+        why = ", ".join(f"{k} {v}" for k, v in dropped.items() if v) or "none"
+        raise ValueError(
+            f"{job_csv}: no jobs to schedule: {len(jobs)} job rows ({n_tasks} task rows in {task_csv.name}); "
+            f"dropped: {why}"
+        )
     counts = np.bincount(np.asarray(w.model), minlength=len(MODEL_NAMES))
     report = {
         "n_job_rows": len(jobs),

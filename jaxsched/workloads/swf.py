@@ -10,14 +10,17 @@ procs, 6 avg cpu, 7 used mem, 8 requested procs, 9 requested time, 10 requested 
 
 Rules (each violation is a `ValueError` naming the file, its 1-based line number and the column):
   * machine size = `MaxProcs`, else `MaxNodes`; a file with neither needs `n_cores=`, which also
-    overrides the header when given.
+    overrides the header when given. A `MaxProcs`/`MaxNodes` line whose value is < 1 is not a machine
+    size: an error naming its line (not reported as a missing header), unless `n_cores=` is given.
   * a line with fewer than 18 columns is an error; extra trailing columns are ignored only when every data
     line has the same count (ALCF theta_walltime.swf carries a 19th all-zero column), else an error.
-  * numbers may be written as floats ("12.0"); they are rounded to integers. Non-numbers are errors.
+  * numbers may be written as floats ("12.0"); times are rounded to integers, while job ids and processor
+    counts (columns 1, 5, 8) must be whole numbers. Non-numbers are errors. Job ids must be unique.
   * run time 0 -> the job is dropped; negative -> 10 s. Both are counted in the `SWFReport`.
     The remaining rules apply to the jobs kept.
   * cores = max(allocated procs, requested procs); both <= 0 is an error.
-  * requested time <= 0 (-1 unknown) -> the run time. Negative submit time is an error.
+  * requested time -1 (unknown: e.g. the Lublin model's traces) -> the run time (counted in the report),
+    as RLScheduler does; 0 or another negative value is an error. Negative submit time is an error.
   * user = column 12, queue = column 15, job_id = column 1.
   * a job wider than the machine is an error unless `drop_too_wide=True` (dropped and counted).
   * order: `sort="submit"` (default) sorts stably by (submit, job id); `sort="job_id"` sorts by job id
@@ -80,7 +83,8 @@ _SORTS = ("submit", "job_id", "none")
 class SWFHeader:
     """The `;` header: machine size and every `; Key: value` line (`fields`, raw strings, keys as written).
 
-    `max_nodes` is `MaxNodes` (0 if absent); `max_procs` is `MaxProcs`, else `MaxNodes`, else 0.
+    `max_nodes` is `MaxNodes` (0 if absent or < 1); `max_procs` is `MaxProcs`, else `MaxNodes`, else 0
+    (values < 1 count as absent here; the parser rejects them unless `n_cores=` is given).
     """
 
     max_nodes: int = 0
@@ -102,9 +106,9 @@ class SWFReport:
 
     n_rows: data lines in the file; n_jobs: jobs returned (n_rows minus the drops);
     n_dropped_zero_runtime, n_negative_runtime_fixed (set to 10 s), n_dropped_too_wide;
-    n_req_time_from_run: jobs whose requested time was <= 0 and became the run time; n_columns: columns per
-    data line (18, or more when the file carries ignored extra columns); was_sorted: file rows (kept jobs)
-    were already in non-decreasing submit order; max_procs: the machine size used.
+    n_req_time_from_run: jobs whose requested time was -1 (unknown) and became the run time; n_columns:
+    columns per data line (18, or more when the file carries ignored extra columns); was_sorted: file rows
+    (kept jobs) were already in non-decreasing submit order; max_procs: the machine size used.
     """
 
     source: str
@@ -168,6 +172,7 @@ def parse_swf_text_with_report(
     # --- split lines: header fields, data tokens, original line numbers --------------------------------
     fields: dict[str, str] = {}
     header_ints: dict[str, int] = {}
+    header_lines: dict[str, tuple[int, str]] = {}  # maxnodes/maxprocs -> (line, key as written)
     rows: list[list[str]] = []
     linenos: list[int] = []
     for lineno, raw in enumerate(text.split("\n"), 1):
@@ -182,9 +187,18 @@ def parse_swf_text_with_report(
                 low = key.lower()
                 if low in ("maxnodes", "maxprocs"):
                     header_ints[low] = _header_int(source, lineno, key, value)
+                    header_lines[low] = (lineno, key)
             continue
         rows.append(s.split())
         linenos.append(lineno)
+    if n_cores is None:  # the header gives the machine size: a value < 1 is not "no header"
+        for low in ("maxprocs", "maxnodes"):
+            if header_ints.get(low, 1) < 1:
+                lineno, key = header_lines[low]
+                raise ValueError(
+                    f"{source}: line {lineno}: header field '{key}' is {header_ints[low]}, not a machine "
+                    "size (must be >= 1); fix the line or pass n_cores= (CLI: --n-cores)"
+                )
     max_nodes = max(header_ints.get("maxnodes", 0), 0)
     header_procs = max(header_ints.get("maxprocs", 0), 0) or max_nodes
     header = SWFHeader(max_nodes=max_nodes, max_procs=header_procs, fields=fields)
@@ -242,6 +256,25 @@ def parse_swf_text_with_report(
         )
     vals = np.rint(used).astype(np.int64)
     job_id, submit, run, alloc, req_procs, req_time, user, queue = vals.T
+    for c in (_JOB_ID, _ALLOC, _REQ_PROCS):  # an id or a processor count is never fractional
+        frac = data[:, c] != np.floor(data[:, c])
+        if frac.any():
+            i = int(np.argmax(frac))
+            which = "" if c == _JOB_ID else f"job id {rows[i][_JOB_ID]}: "
+            raise ValueError(
+                f"{source}: line {lines[i]}: {which}column {c + 1} ({COLUMN_NAMES[c]}) is not a whole "
+                f"number: {rows[i][c]!r}"
+            )
+    by_id = np.argsort(job_id, kind="stable")
+    repeat = np.zeros(n_rows, dtype=bool)
+    repeat[by_id[1:]] = job_id[by_id[1:]] == job_id[by_id[:-1]]
+    if repeat.any():
+        i = int(np.argmax(repeat))  # the first line that repeats an earlier job id
+        first = int(np.argmax(job_id == job_id[i]))
+        raise ValueError(
+            f"{source}: line {lines[i]}: column 1 (job id) {job_id[i]} is a duplicate (first at line "
+            f"{lines[first]})"
+        )
 
     # --- RLScheduler's rules ---------------------------------------------------------------------------
     keep = run != 0
@@ -268,7 +301,14 @@ def parse_swf_text_with_report(
             f"({COLUMN_NAMES[_ALLOC]}) = {alloc[i]} and column 8 ({COLUMN_NAMES[_REQ_PROCS]}) = "
             f"{req_procs[i]}"
         )
-    no_req = req_time <= 0
+    bad_req = (req_time <= 0) & (req_time != -1)
+    if bad_req.any():
+        i = int(np.argmax(bad_req))
+        raise ValueError(
+            f"{source}: line {lines[i]}: job id {job_id[i]}: column 9 ({COLUMN_NAMES[_REQ_TIME]}) must be "
+            f"> 0, or -1 for unknown, got {req_time[i]}"
+        )
+    no_req = req_time == -1
     n_req_from_run = int(no_req.sum())
     req_time = np.where(no_req, run, req_time)
     wide = cores > limit
