@@ -7,9 +7,10 @@ with the same actions and compare rewards, observations, per-job times and metri
 Scope: only ``n_slots == queue_capacity`` (N == Q) is supported, so the view is the whole queue in
 order (slot i shows queue position i); the uniform sampling of N of L > N positions is tested
 separately against the JAX env alone (``step(..., view=positions)`` is a test hook that shows only
-some queue positions for one round, e.g. to replay a sampled view). The fluctuation is not drawn here:
-``phi(k)`` supplies φ for the k-th speed update of the episode (k = 0, 1, 2, ...); ``phi=None`` means
-φ = 1 everywhere.
+some queue positions for one round, e.g. to replay a sampled view). The fluctuation φ of the k-th speed
+update of the episode (k = 0, 1, 2, ...) is drawn here by ``fluctuation`` (the spec's counter-based draw,
+float64) from ``noise_seed`` and ``fluct_std``; ``phi(k)`` overrides it (hand-checked schedules), and
+with neither φ = 1 everywhere.
 
 The model, step by step (the numbers refer to the spec's "A decision step"):
   * Job j of the episode ``[start, start + episode_jobs)`` arrives at ``(submit[j] - submit[start]) /
@@ -54,6 +55,35 @@ from dataclasses import dataclass, field
 import numpy as np
 
 INF = math.inf
+MASK32 = 0xFFFFFFFF  # uint32 arithmetic is mod 2^32: every product and sum below is masked
+
+
+def lowbias32(x: np.ndarray) -> np.ndarray:
+    """The spec's 32-bit mixer on integers < 2^32 held in uint64 (so that products cannot overflow)."""
+    x = np.asarray(x, np.uint64)
+    x = x ^ (x >> np.uint64(16))
+    x = (x * np.uint64(0x7FEB352D)) & np.uint64(MASK32)
+    x = x ^ (x >> np.uint64(15))
+    x = (x * np.uint64(0x846CA68B)) & np.uint64(MASK32)
+    return x ^ (x >> np.uint64(16))
+
+
+def fluctuation_z(noise_seed: int, update: int, n_machines: int) -> np.ndarray:
+    """z `f64[M]` of speed update `update` (spec "Contention model"): for machine m and draw j < 4 the
+    counter c = ((update·M + m)·4 + j) mod 2^32, h = H(c XOR H(noise_seed)), u_j = ⌊h / 2^8⌋ · 2^-24, and
+    z = (Σ_j u_j − 2)·√3 (Irwin–Hall of 4 uniforms, centred, unit variance)."""
+    m = np.arange(n_machines, dtype=np.uint64)[:, None]
+    j = np.arange(4, dtype=np.uint64)[None, :]
+    base = (int(update) * int(n_machines)) & MASK32
+    counter = (((np.uint64(base) + m) & np.uint64(MASK32)) * np.uint64(4) + j) & np.uint64(MASK32)
+    h = lowbias32(counter ^ lowbias32(np.uint64(int(noise_seed) & MASK32)))
+    u = (h >> np.uint64(8)).astype(np.float64) * 2.0**-24
+    return (u.sum(axis=1) - 2.0) * math.sqrt(3.0)
+
+
+def fluctuation(noise_seed: int, update: int, n_machines: int, std: float) -> np.ndarray:
+    """φ `f64[M]` of speed update `update`: clip(1 + std·z, 0.5, 1.5) (``fluctuation_z``)."""
+    return np.clip(1.0 + float(std) * fluctuation_z(noise_seed, update, n_machines), 0.5, 1.5)
 
 
 @dataclass
@@ -120,6 +150,8 @@ class ReferenceGPUCloud:
         queue_capacity: int,
         max_running: int,
         phi: Callable[[int], np.ndarray] | None = None,
+        noise_seed: int | None = None,
+        fluct_std: float = 0.0,
         c_norm: float = 8.0,
         wait_norm: float = 3600.0,
         max_steps: int | None = None,
@@ -157,6 +189,11 @@ class ReferenceGPUCloud:
         self.N = int(n_slots)
         self.Q = int(queue_capacity)
         self.R = int(max_running)
+        if phi is not None and noise_seed is not None:
+            raise ValueError("give phi or noise_seed, not both")
+        if noise_seed is not None:
+            seed, std = int(noise_seed), float(fluct_std)
+            phi = lambda k: fluctuation(seed, k, self.M, std)  # noqa: E731
         self.phi = phi
         self.c_norm = float(c_norm)
         self.wait_norm = float(wait_norm)

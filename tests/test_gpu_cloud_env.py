@@ -24,7 +24,6 @@ from jax import lax
 from reference_gpu_cloud import ReferenceGPUCloud
 
 from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudConfig, GPUCloudEnv
-from jaxsched.envs.gpu_contention import fluctuation
 from jaxsched.policies.gpu_cloud import HEURISTICS, make_heuristic
 from jaxsched.workloads.ddl import fits_empty_cluster, make_ddl_workload
 
@@ -204,15 +203,11 @@ def random_actions(rng: np.random.Generator, config: GPUCloudConfig, ties: bool)
 
 # ---- the reference ------------------------------------------------------------------------------------
 def reference(env: GPUCloudEnv, params, state0) -> ReferenceGPUCloud:
-    """The reference on the same bank, episode, knobs and fluctuation draws (φ of update k from the
-    episode's `noise_seed`). Queue capacity = the JAX env's; the reference shows the whole queue."""
+    """The reference on the same bank, episode and knobs. It draws φ of update k itself (float64, from the
+    spec's definition) from the episode's `noise_seed`, read from the JAX reset state: the JAX draw is
+    checked, not fed to the reference. Queue capacity = the JAX env's; the reference shows the whole queue."""
     cfg = env.config
-    m = cfg.n_machines
     b = jax.device_get(params.bank)
-    ks = jnp.arange(4 * BANK_JOBS + 8)
-    phis = np.asarray(
-        jax.vmap(lambda k: fluctuation(state0.noise_seed, k, m, params.fluct_std))(ks), np.float64
-    )
     f = lambda x: float(np.asarray(x))  # noqa: E731
     return ReferenceGPUCloud(
         b.submit,
@@ -240,7 +235,8 @@ def reference(env: GPUCloudEnv, params, state0) -> ReferenceGPUCloud:
         n_slots=cfg.queue_capacity,
         queue_capacity=cfg.queue_capacity,
         max_running=cfg.max_running,
-        phi=lambda k: phis[k],
+        noise_seed=int(state0.noise_seed),
+        fluct_std=f(params.fluct_std),
         c_norm=f(params.c_norm),
         wait_norm=f(params.wait_norm),
         max_steps=int(params.max_steps),
