@@ -100,29 +100,88 @@ def test_greedy_episode_finishes_every_job():
     assert int(out["finished"]) == 20 and np.isfinite(float(out["avg_jct_min"]))
 
 
-def test_tiny_mappo_beats_random_on_held_out_episodes():
-    """DA (MLP placement) on a tiny heterogeneous cluster (machine speeds 1.6, 1.2, 0.8, 0.4; load ×1.5),
-    with the JCT reward and the entropy weight of configs/das/small.yaml: 100 MAPPO updates (~20 s on 2
-    CPU cores) give a greedy policy with a lower average JCT and fee and a higher return than random
-    priorities/affinities on 64 held-out episodes (measured: 302 vs 347 min; FIFO-FirstFit 266).
-    (Untrained, the greedy agent is worse than random: 363 vs 352 min.)"""
-    from tiny_gpu_cloud import tiny_cluster
+# ---- learning: the trained agent against the best heuristic, the constant action and its own init ------
+LEARN_SEEDS = 3
+LEARN_EPISODES = 64
 
-    from jaxsched.experiments.evaluate import run_episode
-    from jaxsched.policies.gpu_cloud import random_policy
 
-    env, train_params, test_params = tiny_cluster()
+def _learning_setup():
+    """The two-speed cluster, its held-out episode keys and every heuristic's mean JCT on them (plus the
+    all-zero constant action: FIFO order, FirstFit placement)."""
+    from tiny_gpu_cloud import two_speed_cluster
+
+    from jaxsched.envs.gpu_cloud import GPUCloudAction
+    from jaxsched.experiments.evaluate import evaluate_policies
+    from jaxsched.policies.gpu_cloud import heuristic_policies
+
+    env, train_params, test_params = two_speed_cluster()
+    keys = jax.random.split(jax.random.key(99), LEARN_EPISODES)
+    policies = heuristic_policies(env)
+    n, m = env.config.n_slots, env.config.n_machines
+    policies["constant"] = lambda p, obs, k: GPUCloudAction(jnp.zeros(n), jnp.zeros((n, m)))
+    out = evaluate_policies(env, test_params, policies, keys)
+    jct = {k: float(v["avg_jct_min"].mean()) for k, v in out.items()}
+    return env, train_params, test_params, keys, jct
+
+
+def _greedy_jct(m: MAPPO, actor_params, test_params, keys) -> np.ndarray:
+    """`f32[seeds]`: mean greedy JCT (min) over the held-out episodes, per seed of `actor_params`."""
+    per_seed = jax.vmap(lambda a: jax.vmap(lambda k: m.run_episode(a, test_params, k))(keys)["avg_jct_min"])
+    return np.asarray(jax.jit(per_seed)(actor_params).mean(axis=1))
+
+
+@pytest.mark.slow
+def test_da_learns_machine_speeds_and_beats_every_heuristic():
+    """DA (MLP placement, machine ids) trained from scratch by MAPPO for 100 updates (3 seeds under vmap,
+    ~1 min on 2 CPU cores) on the two-speed cluster. Measured on 64 held-out episodes (mean JCT, min):
+    trained 386 / 314 / 357; Tetris, the best heuristic, 399 (FIFO-LoadBalance 413, DRF-LoadBalance 421,
+    FIFO-FirstFit 559 = the constant action); the untrained greedy network 507 / 573 / 559.
+    Asserted: every seed below the best heuristic, their mean at least 8 % below it; every untrained seed
+    and the constant action above it (the negative controls)."""
+    env, train_params, test_params, keys, jct = _learning_setup()
+    best_name = min((k for k in jct if k != "constant"), key=jct.get)
+    best = jct[best_name]
     cfg = MAPPOConfig(
-        agent=DASAgentConfig.preset("da", hidden=32, heads=2, tau=4), num_envs=16, num_steps=32,
-        total_updates=100, updates_per_chunk=100, update_epochs=4, num_minibatches=4, lr=1e-3,
-        critic_hidden=(64, 64), ent_coef=0.005,
+        agent=DASAgentConfig.preset("da", hidden=32, heads=2, tau=4, machine_index=True), num_envs=16,
+        num_steps=32, total_updates=100, updates_per_chunk=100, update_epochs=4, num_minibatches=4, lr=1e-3,
+        critic_hidden=(64, 64), ent_coef=0.0,
     )  # fmt: skip
     m = MAPPO(cfg, env, train_params)
-    runner, _ = jax.jit(m.train_chunk)(jax.jit(m.init)(jax.random.key(0)))
-    keys = jax.random.split(jax.random.key(99), 64)
-    agent = jax.jit(jax.vmap(lambda k: m.run_episode(runner.params["actor"], test_params, k)))(keys)
-    rand = jax.jit(jax.vmap(lambda k: run_episode(env, test_params, random_policy, None, k)))(keys)
-    jct_agent, jct_rand = float(agent["avg_jct_min"].mean()), float(rand["avg_jct_min"].mean())
-    assert jct_agent < 0.95 * jct_rand, (jct_agent, jct_rand)
-    assert float(agent["avg_fee"].mean()) < float(rand["avg_fee"].mean())
-    assert float(agent["return"].mean()) > float(rand["return"].mean())
+    init = jax.jit(jax.vmap(m.init))(jax.random.split(jax.random.key(0), LEARN_SEEDS))
+    untrained = _greedy_jct(m, init.params["actor"], test_params, keys)
+    runner, metrics = jax.jit(jax.vmap(m.train_chunk))(init)
+    assert all(np.isfinite(np.asarray(v)).all() for v in metrics.values())
+    trained = _greedy_jct(m, runner.params["actor"], test_params, keys)
+    summary = (best_name, best, jct["constant"], untrained, trained)
+    assert (untrained > best).all() and jct["constant"] > best, summary
+    assert (trained < best).all() and trained.mean() < 0.92 * best, summary
+
+
+@pytest.mark.slow
+def test_rwgp_warm_start_learns_the_best_heuristic():
+    """DAS (RWGP placement, machine ids) after 30 imitation updates of Tetris, the best heuristic of the
+    two-speed cluster, 3 seeds under vmap. Measured (64 held-out episodes, mean JCT, min): warm-started
+    415 / 387 / 400 against Tetris's 399; untrained 303 / 560 / 570 (one initial prior happens to prefer
+    the fast machine); FIFO-FirstFit, the constant action, 559. Asserted: every seed within 10 % of its
+    teacher and at least 20 % below the constant action; the untrained seeds' mean above the best heuristic.
+
+    Not yet reached: MAPPO from this start (or from scratch) does not improve on Tetris at this budget
+    (from scratch 317 / 509 / 565; after the warm start 443 / 421 / 438), so the RWGP agent's test is the
+    imitation of the best heuristic, not beating it."""
+    from jaxsched.agents.imitation import pretrain
+
+    env, train_params, test_params, keys, jct = _learning_setup()
+    best = min(jct[k] for k in jct if k != "constant")
+    cfg = MAPPOConfig(
+        agent=DASAgentConfig.preset("das", hidden=32, heads=2, tau=4, machine_index=True), num_envs=16,
+        num_steps=32, update_epochs=4, num_minibatches=4, critic_hidden=(64, 64), imitation_updates=30,
+        imitation_teacher="tetris",
+    )  # fmt: skip
+    m = MAPPO(cfg, env, train_params)
+    init = jax.jit(jax.vmap(m.init))(jax.random.split(jax.random.key(0), LEARN_SEEDS))
+    untrained = _greedy_jct(m, init.params["actor"], test_params, keys)
+    warm, _ = jax.jit(jax.vmap(lambda r: pretrain(m, r)))(init)
+    learned = _greedy_jct(m, warm.params["actor"], test_params, keys)
+    summary = (jct, untrained, learned)
+    assert untrained.mean() > best, summary
+    assert (learned < 1.10 * jct["tetris"]).all() and (learned < 0.8 * jct["constant"]).all(), summary

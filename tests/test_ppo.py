@@ -19,9 +19,9 @@ from jaxsched.agents.ppo import (
     masked_logits,
 )
 from jaxsched.envs.hpc import HPCConfig, HPCEnv
-from jaxsched.experiments.evaluate import evaluate_policy, summarize
+from jaxsched.experiments.evaluate import evaluate_policies, run_episode
 from jaxsched.nn.mlp import ActorCritic
-from jaxsched.policies.hpc import random_valid_policy
+from jaxsched.policies.hpc import heuristic_policies, random_valid_policy
 from jaxsched.workloads.lublin import LublinConfig, generate_bank
 
 
@@ -147,28 +147,47 @@ def test_vmap_over_seeds_equals_separate_runs(problem):
         np.testing.assert_allclose(m["episode_return"][i], m1["episode_return"], rtol=1e-5)
 
 
-def test_tiny_ppo_beats_random_valid_on_held_out_episodes(problem):
+@pytest.mark.slow
+def test_tiny_ppo_beats_the_fcfs_and_sjf_baselines_over_three_seeds(problem):
+    """PPO, 400 updates of 16 envs × 32 decisions, 3 seeds under vmap (~15 s on 2 CPU cores), greedy on
+    64 held-out episodes. Measured returns: trained −23.1 / −22.8 / −23.2; the DBF paper's FCFS and SJF
+    baselines, with and without EASY, at best −25.9 (SJF+EASY); random valid −26.2; always the head slot
+    (a constant action) −40.1. Asserted: every seed at least 5 % above the best of those, and the untrained
+    network and the constant actions below it.
+
+    Not yet reached: LCFS (−22.5, −22.4 with EASY), the `smallest` score (−23.0) and the rule "last
+    valid slot" (−22.6) are as good as the trained agent on this problem; the bar is the paper's named
+    FCFS/SJF baselines, not the best simple rule of the env."""
     train_params, test_params = problem
     cfg = PPOConfig(
-        num_envs=16, num_steps=32, total_updates=100, updates_per_chunk=100, hidden=(32, 32), lr=3e-3,
-        num_minibatches=2,
+        num_envs=16, num_steps=32, total_updates=400, updates_per_chunk=400, hidden=(64, 64), lr=1e-3,
+        anneal_lr=True, num_minibatches=2,
     )  # fmt: skip
-    runner, metrics = jax.jit(jax.vmap(make_train(cfg, ENV, train_params)))(
-        jax.random.split(jax.random.key(2), 2)
-    )
+    train = make_train(cfg, ENV, train_params)
+    seeds = jax.random.split(jax.random.key(2), 3)
+    runner, metrics = jax.jit(jax.vmap(train))(seeds)
     assert np.all(np.isfinite(np.asarray(metrics["actor_loss"])))
-    keys = jax.random.split(jax.random.key(3), 32)
-    rnd = summarize(evaluate_policy(ENV, test_params, random_valid_policy(ENV), keys))
+    keys = jax.random.split(jax.random.key(3), 64)
+    fwd = ENV.fwd_action
+    baselines = heuristic_policies(ENV, names=("fcfs", "sjf"))
+    baselines["random"] = random_valid_policy(ENV)
+    controls = {f"always {a}": (lambda p, o, k, a=a: jnp.int32(a)) for a in (0, fwd)}
+    out = evaluate_policies(ENV, test_params, {**baselines, **controls}, keys)
+    ret = {k: float(v["return"].mean()) for k, v in out.items()}
+    bar = max(ret[k] for k in baselines)
     ppo = PPO(cfg, ENV, train_params)
-    policy_params = (runner.params, runner.obs_stats)
-    runs = [
-        summarize(evaluate_policy(ENV, test_params, ppo.policy(True), keys, _seed(policy_params, s)))
-        for s in range(2)
-    ]
-    ppo_return = np.mean([r["return"][0] for r in runs])
-    ppo_wait = np.mean([r["avg_wait"][0] for r in runs])
-    assert ppo_return > rnd["return"][0], (ppo_return, rnd["return"][0])
-    assert ppo_wait < rnd["avg_wait"][0], (ppo_wait, rnd["avg_wait"][0])
+
+    def returns(runners):
+        """`f32[seeds]`: mean greedy return over the held-out episodes."""
+        episodes = jax.vmap(lambda pp, k: run_episode(ENV, test_params, ppo.policy(True), pp, k), (None, 0))
+        per_seed = jax.vmap(lambda r: episodes((r.params, r.obs_stats), keys)["return"].mean())
+        return np.asarray(jax.jit(per_seed)(runners))
+
+    trained = returns(runner)
+    untrained = returns(jax.vmap(ppo.init)(seeds))
+    summary = (ret, trained, untrained)
+    assert (trained > bar + 0.05 * abs(bar)).all(), summary
+    assert (untrained < bar).all() and all(ret[k] < bar for k in controls), summary
 
 
 def test_hyperparameter_grid_and_seeds_in_one_program(problem):
