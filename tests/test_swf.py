@@ -366,3 +366,14 @@ def test_theta_unsorted():
     assert (np.asarray(w.req_time) != np.asarray(w.run)).mean() > 0.5
     with pytest.raises(ValueError, match=r"file order are not in submit order"):
         load_swf(_real("theta_walltime.swf"), sort="none")
+
+
+def test_a_job_ending_past_the_int32_clock_is_rejected():
+    """submit + run must fit the simulators' int32 seconds, or the end wraps negative and the job's cores
+    look free (2^31 − 100 + 200 wraps); the error names the field and the job."""
+    top = 2**31 - 1
+    make_workload([0, top - 200], [100, 200], [1, 1])  # ends exactly at the last representable second
+    with pytest.raises(ValueError, match=r"'submit': job index 1 \(job_id 2\) would end at 2147483748"):
+        make_workload([0, top - 99], [100, 200], [1, 1])
+    with pytest.raises(ValueError, match="int32 clock"):  # the requested time counts too
+        make_workload([0, top - 200], [100, 200], [1, 1], req_time=[100, 201])

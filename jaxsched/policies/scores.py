@@ -40,7 +40,9 @@ def score(name: str, submit, cores, req_time, wait, xp=jnp):
         return -((w / r) ** 3) * n
     if name == "uni":
         # RLScheduler adds 1e-15 inside log2 and to w; a serial job (n = 1) then gets an enormous
-        # |score|. In float32 1 + 1e-15 == 1, so guard the denominator to keep the same ordering.
+        # |score|. In float32 1 + 1e-15 == 1, so guard the denominator to keep the same ordering. The
+        # 1e-15 on w survives only at w = 0, so an exact tie of w / (log2(n)·r) between waiting jobs goes
+        # to the earlier submit (RLScheduler's float64 breaks it towards the smaller log2(n)·r).
         denom = xp.maximum(xp.log2(n + 1e-15) * r, 1e-15)
         return -(w + 1e-15) / denom
     raise ValueError(f"unknown heuristic score '{name}'; choose one of {', '.join(SCORES)}")

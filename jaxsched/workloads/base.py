@@ -125,8 +125,9 @@ def _check_integral(field: str, col: np.ndarray) -> None:
 def validate_workload(w: Workload, n_cores: int | None = None) -> None:
     """Raise `ValueError` naming the field and job index of the first problem.
 
-    Checks: submit non-negative and sorted; run and req_time > 0; cores >= 1; and, when `n_cores` is
-    given (or `w.max_procs` is set), no job wider than the machine.
+    Checks: submit non-negative and sorted; run and req_time > 0; cores >= 1; every job's
+    `submit + max(run, req_time)` within the int32 clock; and, when `n_cores` is given (or `w.max_procs`
+    is set), no job wider than the machine.
     """
     submit = np.asarray(w.submit)
     checks = [
@@ -151,6 +152,16 @@ def validate_workload(w: Workload, n_cores: int | None = None) -> None:
                 f"submits at "
                 f"{int(submit[i])} after {int(submit[i - 1])}; sort the trace by submit time first"
             )
+    # The simulators keep int32 seconds: a job's own end must be representable, or it wraps negative
+    # and its cores look free. (Waiting pushes real ends later still; rebase submits near 0 for margin.)
+    end = submit.astype(np.int64) + np.maximum(np.asarray(w.run), np.asarray(w.req_time)).astype(np.int64)
+    over = end > np.iinfo(np.int32).max
+    if over.any():
+        i = int(np.argmax(over))
+        raise ValueError(
+            f"workload field 'submit': job index {i} (job_id {int(w.job_id[i])}) would end at "
+            f"{int(end[i])} s, past the int32 clock (2^31 - 1 s); subtract the first submit from every submit"
+        )
     limit = n_cores if n_cores is not None else (w.max_procs or None)
     if limit is not None:
         wide = np.asarray(w.cores) > limit
