@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 from jax import lax
 from reference_gpu_cloud import ReferenceGPUCloud
+from test_gpu_cloud_env import reference as gpu_cloud_reference
 from test_hpc_env import reference as hpc_reference
 from test_hpc_env import replay as hpc_replay
 from test_hpc_env import scan_runner as hpc_scan_runner
@@ -238,40 +239,6 @@ def pai_bank(seed: int, clock: int):
     return make_ddl_workload(submit=np.asarray(b.submit, np.int64) + clock, **cols)
 
 
-def gpu_reference(env: GPUCloudEnv, params) -> ReferenceGPUCloud:
-    """The float64 reference on the env's bank, cluster and knobs, φ = 1."""
-    b = jax.device_get(params.bank)
-    f = lambda x: float(np.asarray(x))  # noqa: E731
-    return ReferenceGPUCloud(
-        b.submit,
-        b.n_inst,
-        b.gpu,
-        b.cpu,
-        b.mem,
-        np.asarray(b.work, np.float64),
-        b.model,
-        start=0,
-        episode_jobs=int(params.episode_jobs),
-        gpu_cap=np.asarray(params.gpu_cap),
-        cpu_cap=np.asarray(params.cpu_cap),
-        mem_cap=np.asarray(params.mem_cap),
-        bw_cap=np.asarray(params.bw_cap, np.float64),
-        perf=np.asarray(params.perf, np.float64),
-        model_comm=np.asarray(params.model_comm, np.float64),
-        kappa_net=f(params.kappa_net),
-        kappa_cpu=f(params.kappa_cpu),
-        kappa_spread=f(params.kappa_spread),
-        price=f(params.price),
-        alpha=f(params.alpha),
-        jct_unit=f(params.jct_unit),
-        load_scale=f(params.load_scale),
-        n_slots=env.config.n_slots,
-        queue_capacity=env.config.queue_capacity,
-        max_running=env.config.max_running,
-        max_steps=int(params.max_steps),
-    )
-
-
 GPU_CASES = {
     # (bank seed, policy, clock offset)
     "random_actions_year_clock": (2, "given", YEAR_CLOCK),
@@ -299,7 +266,7 @@ def gpu_episode(name: str):
     assert got["terminated"].any(), f"{name}: the episode did not end in {GPU_STEPS} decisions"
     n = int(np.argmax(got["terminated"])) + 1
     got = jax.tree.map(lambda x: x[:n], got)
-    ref = gpu_reference(env, params)
+    ref = gpu_cloud_reference(env, params, env.reset_env(KEY0, params)[1])  # fluct_std 0: φ = 1
     ref.reset()
     steps = []
     for i in range(n):
