@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from golden import check_golden
 
 from jaxsched.cli import main
 from jaxsched.experiments.das_config import das_config_from_dict, is_das_config, load_das_config
@@ -70,6 +71,8 @@ def test_eval_cli_writes_every_policy(tmp_path, capsys):
         wait, dur = metrics["avg_wait_min"]["mean"], metrics["avg_duration_min"]["mean"]
         assert jct["mean"] == pytest.approx(wait + dur, rel=1e-4)
         assert metrics["finished"]["mean"] == 60
+    golden = {f"{p}.{m}": results[p][m]["per_seed"] for p in results for m in ("avg_jct_min", "avg_fee")}
+    check_golden("das_quick_heuristics", golden, rtol=1e-6)
 
 
 def test_eval_cli_bad_config_is_one_line(tmp_path, capsys):

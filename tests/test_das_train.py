@@ -9,6 +9,7 @@ from pathlib import Path
 import chex
 import numpy as np
 import pytest
+from golden import check_golden
 
 from jaxsched.cli import main
 from jaxsched.experiments.das_config import build_das, load_das_config
@@ -58,6 +59,9 @@ def test_train_writes_metrics_checkpoint_curve_and_eval(full_run):
     assert [r["update"] for r in imitation] == [1, 2]
     assert all(len(r["imitation_loss"]) == cfg.num_seeds for r in imitation)
     assert np.all(np.isfinite([r["imitation_loss"] for r in imitation]))
+    golden = {k: [r[k] for r in records] for k in ("episode_return", "entropy")}
+    golden |= {"test_avg_jct_min": jct, "imitation_loss": [r["imitation_loss"] for r in imitation]}
+    check_golden("das_quick_train", golden, rtol=1e-3)
 
 
 def test_validation_selection_keeps_each_seeds_best_checkpoint(full_run):

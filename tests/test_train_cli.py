@@ -10,6 +10,7 @@ import chex
 import jax
 import pytest
 import yaml
+from golden import check_golden
 
 from jaxsched.cli import main
 from jaxsched.experiments.config import (
@@ -244,6 +245,8 @@ def test_train_run_writes_metrics_checkpoint_and_curve(full_run):
     leaves = jax.tree.leaves(state.params)
     assert all(x.shape[0] == 2 for x in leaves)
     assert any((x[0] != x[1]).any() for x in leaves)  # the two seeds differ
+    keys = ("episodes", "episode_return", "avg_wait", "entropy", "critic_loss")
+    check_golden("dbf_tiny_train", {k: [r[k] for r in records] for k in keys}, rtol=1e-3)
 
 
 def test_resume_after_a_kill_is_exact(full_run, tmp_path):
@@ -274,6 +277,8 @@ def test_eval_run_writes_agent_and_baselines(full_run, tmp_path):
         assert len(saved["agent"][metric]["per_seed"]) == 2
         assert {"mean", "std", "per_seed"} <= set(saved["fcfs"][metric])
     assert saved["agent"]["placed"]["mean"] > 0
+    means = {f"{p}.{m}": saved[p][m]["mean"] for p in saved for m in ("avg_wait", "avg_bsld", "utilization")}
+    check_golden("dbf_tiny_eval", means, rtol=1e-3)
 
 
 def test_cli_train_and_eval(tmp_path, capsys):
