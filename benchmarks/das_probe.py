@@ -18,9 +18,9 @@ import time
 
 import numpy as np
 
-from jaxsched.experiments.das_config import load_das_config
-from jaxsched.experiments.das_eval import build_for_eval
-from jaxsched.experiments.das_train import evaluate_learned, programs, training_keys
+from jaxsched.systems.das.config import load_das_config
+from jaxsched.systems.das.evaluate import build_for_eval
+from jaxsched.systems.das.train import evaluate_learned, programs, training_keys
 
 
 def main(argv=None):

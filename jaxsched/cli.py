@@ -1,9 +1,11 @@
-"""Command line: `jaxsched train | eval | demo | hpc-table | table | bench | report`.
+"""Command line: `jaxsched train | eval | demo | table | bench | report | hpc-table`.
 
-`train CONFIG` trains the PPO agent of a YAML config (`configs/dbf/`), or each learned variant of a
-`kind: das` config (`configs/das/`, MAPPO), in chunks with checkpoints and `--resume`;
-`eval CONFIG --checkpoint RUN_DIR` evaluates a DBF run against heuristics on held-out episodes, and
-`eval CONFIG` of a `kind: das` config its heuristics (trained DAS variants: `table das`).
+`train CONFIG` trains the learner(s) of a YAML config, whose `kind:` picks the system (`dbf`: PPO;
+`das`: each MAPPO variant), in chunks with checkpoints and `--resume`; `eval CONFIG [--checkpoint
+RUN_DIR]` evaluates the system's heuristic baselines and a trained run on the held-out episodes. `table
+SYSTEM` prints a paper's tables; `report` and `hpc-table` are DBF's (the split-sweep report, and the
+RLScheduler-compatible heuristic table). The CLI is the only module that knows the registry of systems
+(`jaxsched.systems`).
 
 `demo` (the README's main job) builds a Lublin-model workload on the device, runs the HPC env with the
 classic heuristics over held-out episodes and prints their metrics as a table.
@@ -16,11 +18,8 @@ import sys
 
 
 def _add_train(sub) -> None:
-    p = sub.add_parser(
-        "train",
-        help="train the agent(s) of a YAML config: PPO for configs/dbf/*, MAPPO variants for configs/das/*",
-    )
-    p.add_argument("config", help="YAML run config")
+    p = sub.add_parser("train", help="train the learner(s) of a YAML config (its `kind:` picks the system)")
+    p.add_argument("config", help="YAML run config (configs/<kind>/*.yaml)")
     p.add_argument("--resume", action="store_true", help="continue the run from its last checkpoint")
     p.add_argument("--out-dir", default=None, help="override the config's out_dir")
     p.add_argument("--name", default=None, help="override the config's run name (run dir = out_dir/name)")
@@ -39,42 +38,35 @@ def _add_set(p) -> None:
     )
 
 
-def _config_with_overrides(args):
-    from jaxsched.experiments.config import load_config
+def _system_and_config(args):
+    """`(system, config)` of `args.config` with `--set`, `--out-dir` and `--name` applied."""
+    from jaxsched.systems import load_run_config
 
-    cfg = load_config(args.config, args.set)
+    system, cfg = load_run_config(args.config, args.set)
     changes = {
         k: v
         for k, v in (("out_dir", getattr(args, "out_dir", None)), ("name", getattr(args, "name", None)))
         if v
     }
-    return cfg.replace(**changes) if changes else cfg
+    return system, (cfg.replace(**changes) if changes else cfg)
 
 
 def _run_train(args) -> int:
-    from jaxsched.experiments.das_config import is_das_config, load_das_config
-
-    if is_das_config(args.config):
-        from jaxsched.experiments.das_train import train_das_config
-
-        cfg = load_das_config(args.config, args.set)
-        changes = {k: v for k, v in (("out_dir", args.out_dir), ("name", args.name)) if v}
-        train_das_config(cfg.replace(**changes), resume=args.resume, progress=not args.quiet)
-        return 0
-    from jaxsched.experiments.train import train_run
-
-    train_run(_config_with_overrides(args), resume=args.resume, progress=not args.quiet)
+    system, cfg = _system_and_config(args)
+    system.train(cfg, resume=args.resume, progress=not args.quiet)
     return 0
 
 
 def _add_eval(sub) -> None:
-    p = sub.add_parser("eval", help="evaluate a trained run and heuristic baselines on held-out episodes")
-    p.add_argument(
-        "config",
-        help="YAML run config (the one the run was trained with; `kind: das` configs "
-        "evaluate their heuristics and need no checkpoint)",
+    p = sub.add_parser(
+        "eval", help="evaluate the baselines and, with --checkpoint, a trained run on held-out episodes"
     )
-    p.add_argument("--checkpoint", default=None, help="run directory (out_dir/name) holding checkpoints/")
+    p.add_argument("config", help="YAML run config (the one the run was trained with)")
+    p.add_argument(
+        "--checkpoint",
+        default=None,
+        help="run dir (out_dir/name) of a trained run; without it: the baselines alone",
+    )
     p.add_argument("--episodes", type=int, default=None, help="override eval.episodes")
     p.add_argument("--json", default=None, help="write results here (default RUN_DIR/eval.json; - = stdout)")
     _add_set(p)
@@ -82,19 +74,8 @@ def _add_eval(sub) -> None:
 
 
 def _run_eval(args) -> int:
-    from jaxsched.experiments.das_config import is_das_config, load_das_config
-
-    if is_das_config(args.config):
-        from jaxsched.experiments.das_eval import eval_heuristics
-
-        cfg = load_das_config(args.config, args.set)
-        eval_heuristics(cfg, episodes=args.episodes, json_path=args.json)
-        return 0
-    from jaxsched.experiments.eval_run import eval_run
-
-    if args.checkpoint is None:
-        raise ValueError(f"{args.config}: evaluating a trained run needs --checkpoint RUN_DIR")
-    eval_run(_config_with_overrides(args), args.checkpoint, episodes=args.episodes, json_path=args.json)
+    system, cfg = _system_and_config(args)
+    system.evaluate(cfg, args.checkpoint, episodes=args.episodes, json_path=args.json)
     return 0
 
 
@@ -109,7 +90,7 @@ def _add_demo(sub) -> None:
 
 
 def _run_demo(args) -> int:
-    from jaxsched.experiments.demo import run_demo
+    from jaxsched.systems.dbf.demo import run_demo
 
     run_demo(
         episodes=args.episodes,
@@ -128,18 +109,25 @@ def _add_module_command(sub, name: str, module, help: str) -> None:
     p.set_defaults(func=module.run_from_args)
 
 
-def _add_hpc_table(sub) -> None:
-    from jaxsched.experiments import rlscheduler_table
+def _add_system_commands(sub) -> None:
+    """Each system's own subcommands (`System.commands`): `table SYSTEM ...` for the paper tables, and
+    the others (`report`, `hpc-table`) by their names."""
+    from jaxsched.systems import systems
 
-    help = "RLScheduler-compatible heuristic table (bsld or util) over sequences of an SWF trace"
-    _add_module_command(sub, "hpc-table", rlscheduler_table, help)
-
-
-def _add_table(sub) -> None:
-    from jaxsched.experiments import das_table
-
-    help = "a paper's result tables from trained runs and freshly evaluated baselines (das: Table 1, 3)"
-    _add_module_command(sub, "table", das_table, help)
+    tables = {k: s.commands["table"] for k, s in systems().items() if "table" in s.commands}
+    p = sub.add_parser("table", help=f"a paper's result tables ({', '.join(tables)})")
+    per_system = p.add_subparsers(dest="system", required=True)
+    for kind, module in tables.items():
+        _add_module_command(per_system, kind, module, help=module.HELP)
+    seen: dict[str, str] = {}
+    for kind, system in systems().items():
+        for name, module in system.commands.items():
+            if name == "table":
+                continue
+            if name in seen:
+                raise RuntimeError(f"systems {seen[name]} and {kind} both declare the command {name!r}")
+            seen[name] = kind
+            _add_module_command(sub, name, module, help=module.HELP)
 
 
 def _add_bench(sub) -> None:
@@ -163,23 +151,14 @@ def _run_bench(args) -> int:
     return 0
 
 
-def _add_report(sub) -> None:
-    from jaxsched.experiments import dbf_report
-
-    help = "DBF runs vs baselines: markdown table, Fig. 5-style plot, learning curves"
-    _add_module_command(sub, "report", dbf_report, help)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jaxsched", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     _add_train(sub)
     _add_eval(sub)
     _add_demo(sub)
-    _add_hpc_table(sub)
-    _add_table(sub)
+    _add_system_commands(sub)
     _add_bench(sub)
-    _add_report(sub)
     return parser
 
 

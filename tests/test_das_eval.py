@@ -11,7 +11,8 @@ import pytest
 from golden import check_golden
 
 from jaxsched.cli import main
-from jaxsched.experiments.das_config import das_config_from_dict, is_das_config, load_das_config
+from jaxsched.systems import load_run_config
+from jaxsched.systems.das.config import das_config_from_dict, load_das_config
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = ROOT / "configs" / "das" / "quick.yaml"
@@ -19,7 +20,7 @@ QUICK = ROOT / "configs" / "das" / "quick.yaml"
 
 def test_shipped_das_configs_load():
     for path in sorted((ROOT / "configs" / "das").glob("*.yaml")):
-        assert is_das_config(path)
+        assert load_run_config(path)[0].kind == "das"
         cfg = load_das_config(path)
         assert cfg.num_seeds >= (1 if path.stem == "small_cpu" else 2)
         assert cfg.cluster.machines in (8, 16, 32)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import yaml
 
-from jaxsched.experiments import das_table
-from jaxsched.experiments.das_config import load_das_config
+from jaxsched.systems.das import table as das_table
+from jaxsched.systems.das.config import load_das_config
 
 QUICK = Path(__file__).resolve().parents[1] / "configs" / "das" / "quick.yaml"
 

@@ -12,16 +12,16 @@ import pytest
 from golden import check_golden
 
 from jaxsched.cli import main
-from jaxsched.experiments.das_config import build_das, load_das_config
-from jaxsched.experiments.das_select import keep_better, validation_starts
-from jaxsched.experiments.das_train import (
+from jaxsched.experiments.train import read_jsonl, read_metrics
+from jaxsched.systems.das.config import build_das, load_das_config
+from jaxsched.systems.das.select import keep_better, validation_starts
+from jaxsched.systems.das.train import (
     evaluated_actor_params,
     final_actor_params,
     run_dir_of,
     train_das,
     validator,
 )
-from jaxsched.experiments.train import read_jsonl, read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = ROOT / "configs" / "das" / "quick.yaml"
@@ -126,6 +126,24 @@ def test_resume_after_a_kill_is_exact(full_run, tmp_path):
     chex.assert_trees_all_equal(selected, evaluated_actor_params(cfg_full, "da", env, train_params)[0])
 
 
+def test_eval_checkpoint_reevaluates_the_trained_variants_beside_the_heuristics(full_run, tmp_path, capsys):
+    """`jaxsched eval CONFIG --checkpoint RUN_DIR` for DAS: the heuristics and every trained variant in
+    the run directory, on the same test episodes and keys; the variant's numbers equal those `train`
+    stored (the same selected checkpoints, the same program)."""
+    cfg, run_dir = full_run
+    stored = json.loads((run_dir / "eval.json").read_text())["results"]
+    argv = ["eval", str(QUICK), "--checkpoint", str(run_dir.parent), "--json", str(tmp_path / "h.json")]
+    for s in [*SMALLER, *SELECT]:
+        argv += ["--set", s]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "FIFO-FirstFit" in out and "trained variants" in out
+    again = json.loads((run_dir / "eval.json").read_text())["results"]
+    assert again["avg_jct_min"]["values"] == stored["avg_jct_min"]["values"]
+    assert main(["eval", str(QUICK), "--checkpoint", str(tmp_path)]) == 2  # nothing trained there
+    assert "no trained variant there" in capsys.readouterr().err
+
+
 def test_cli_train_das(tmp_path, capsys):
     argv = ["train", str(QUICK), "--quiet", "--out-dir", str(tmp_path)]
     for s in SMALLER:
@@ -164,7 +182,7 @@ def test_table_das_pairs_rows_and_reevaluates_checkpoints(full_run, tmp_path, ca
 
 
 def test_significance_picks_the_best_baseline():
-    from jaxsched.experiments.das_table import significance
+    from jaxsched.systems.das.table import significance
 
     base = np.arange(12, dtype=float).reshape(3, 4) + 100
     rows = {

@@ -3,7 +3,8 @@
 import json
 
 from jaxsched.cli import main
-from jaxsched.experiments.config import config_from_dict, dump_config
+from jaxsched.experiments.config import dump_config
+from jaxsched.systems.dbf.config import dbf_config_from_dict as config_from_dict
 
 METRICS = ("avg_wait", "avg_queue_len", "utilization", "avg_job_load", "avg_bsld")
 

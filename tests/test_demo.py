@@ -2,7 +2,7 @@
 
 from golden import check_golden
 
-from jaxsched.experiments.demo import run_demo
+from jaxsched.systems.dbf.demo import run_demo
 
 
 def test_demo_default_numbers_are_unchanged(capsys):

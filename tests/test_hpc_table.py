@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from jaxsched.cli import main
-from jaxsched.experiments.rlscheduler_table import (
+from jaxsched.systems.dbf.rlscheduler_table import (
     DYNAMIC_POLICIES,
     POLICIES,
     compute_table,

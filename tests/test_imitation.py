@@ -15,9 +15,9 @@ from jaxsched.agents.das import DASActor, DASAgentConfig, empty_history, with_ma
 from jaxsched.agents.imitation import pretrain, rank_targets, teacher_action
 from jaxsched.agents.mappo import MAPPO, MAPPOConfig, update_value_stats, value_moments
 from jaxsched.envs.gpu_cloud import GPUCloudAction
-from jaxsched.experiments.das_eval import evaluate_on_episodes, seed_keys
 from jaxsched.experiments.evaluate import run_episode
 from jaxsched.policies.gpu_cloud import make_heuristic
+from jaxsched.systems.das.evaluate import evaluate_on_episodes, seed_keys
 
 
 def test_rank_targets_by_hand():

@@ -13,28 +13,20 @@ import yaml
 from golden import check_golden
 
 from jaxsched.cli import main
-from jaxsched.experiments.config import (
-    RunConfig,
-    apply_overrides,
-    build_run,
-    config_from_dict,
-    load_config,
-    load_yaml,
-)
-from jaxsched.experiments.das_config import load_das_config
-from jaxsched.experiments.eval_run import eval_run
+from jaxsched.experiments.config import apply_overrides, load_yaml
 from jaxsched.experiments.plots import plot_split_sweep
-from jaxsched.experiments.train import (
-    abstract_runner,
-    checkpoint_manager,
-    read_metrics,
-    restore_runner,
-    train_run,
-)
+from jaxsched.experiments.train import checkpoint_manager, read_metrics, restore_runner
+from jaxsched.systems.das.config import load_das_config
+from jaxsched.systems.dbf.config import DBFConfig, build_run
+from jaxsched.systems.dbf.config import dbf_config_from_dict as config_from_dict
+from jaxsched.systems.dbf.config import load_dbf_config as load_config
+from jaxsched.systems.dbf.evaluate import eval_run
+from jaxsched.systems.dbf.train import abstract_runner, train_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
 TINY = {
+    "kind": "dbf",
     "name": "tiny",
     "seed": 0,
     "num_seeds": 2,
@@ -53,7 +45,7 @@ TINY = {
 }
 
 
-def tiny(out_dir, **top) -> RunConfig:
+def tiny(out_dir, **top) -> DBFConfig:
     return config_from_dict({**TINY, "out_dir": str(out_dir), **top})
 
 
@@ -106,8 +98,8 @@ def test_yaml_floats_and_round_trip(tmp_path):
     assert cfg.ppo.lr == 3e-4 and cfg.ppo.hidden == (32,) and cfg.name == "tiny"
     assert config_from_dict(cfg.to_dict()) == cfg
     assert config_from_dict(yaml.safe_load(yaml.safe_dump(cfg.to_dict()))) == cfg
-    assert config_from_dict({}) == RunConfig()  # every default is valid (the paper's)
-    assert load_config(write_yaml(tmp_path / "named_by_file.yaml", {})).name == "named_by_file"
+    assert config_from_dict({}) == DBFConfig()  # every default is valid (the paper's)
+    assert load_config(write_yaml(tmp_path / "named_by_file.yaml", {"kind": "dbf"})).name == "named_by_file"
 
 
 def test_relative_workload_path_resolves_beside_the_config(tmp_path, monkeypatch):
@@ -215,7 +207,7 @@ def full_run(tmp_path_factory):
     return cfg, train_run(cfg, progress=False)
 
 
-def _final_state(cfg: RunConfig):
+def _final_state(cfg: DBFConfig):
     env, train, _, _ = build_run(cfg)
     mngr = checkpoint_manager(cfg.run_dir, read_only=True)
     state = restore_runner(mngr, mngr.latest_step(), abstract_runner(cfg, env, train))
@@ -292,6 +284,9 @@ def test_cli_train_and_eval(tmp_path, capsys):
     assert main(["train", str(path), "--quiet", "--resume"]) == 0  # already complete: nothing to do
     assert main(["eval", str(path), "--checkpoint", str(run_dir), "--episodes", "2"]) == 0
     assert (run_dir / "eval.json").exists()
+    baselines = tmp_path / "baselines.json"
+    assert main(["eval", str(path), "--episodes", "2", "--json", str(baselines)]) == 0  # no checkpoint
+    assert set(json.loads(baselines.read_text())) == {"fcfs", "sjf_easy"}
     bad = write_yaml(tmp_path / "bad.yaml", {**TINY, "ppo": {"learning_rat": 1}})
     assert main(["train", str(bad)]) == 2
     assert "unknown key 'ppo.learning_rat' (did you mean 'ppo.lr'?)" in capsys.readouterr().err

@@ -1,24 +1,19 @@
-"""Run configs: YAML → frozen dataclasses, strictly.
+"""Experiment configs, for every system: YAML → frozen dataclasses, strictly.
 
-A config has the sections below (every field optional; defaults are the paper's, `ppo` defaults to
-`dbf_ppo_config()`):
+A config is a dataclass derived from `ExperimentConfig` (the top-level keys every system has: `kind`,
+`name`, `seed`, `num_seeds`, `out_dir`); each of its fields whose value is a dataclass is a *section*
+(`env:`, `workload:`, `ppo:` ...), read key by key. A system declares its config class and nothing about
+parsing; `config_from_dict(cls, d)` and `load_config(path, kinds)` do the rest:
 
-    name: dbf_m10_9_1     # run name; the run directory is out_dir/name (default: the file's stem)
-    seed: 0               # root of the training seeds: jax.random.split(key(seed), num_seeds)
-    num_seeds: 3          # seeds trained together (jax.vmap) in one program
-    out_dir: runs
-    env:      {n_cores, window, tail, queue_capacity, episode_jobs, reward_weights, max_steps}
-    workload: {source: lublin | swf, path, whole_sample, interactive, load_scale, train_episodes,
-               test_episodes, jobs_per_episode, bank_seed, test_seed, test_fraction}
-    ppo:      {any PPOConfig field}
-    eval:     {episodes, greedy, baselines, baseline_window, seed}
+- unknown keys at any level are an error naming the dotted key and the closest valid one (`ALIASES` maps
+  common spellings, e.g. `learning_rate` -> `lr`);
+- a value of the wrong type is an error naming the key and the expected type;
+- a key given twice in one mapping is an error naming the file, the key and both lines (`load_yaml`; PyYAML
+  alone keeps the last one silently), and so is a key set twice by `--set` (`apply_overrides`);
+- an empty file, or a `kind` no system declares, is an error naming the file.
 
-Unknown keys at any level are an error naming the dotted key and the closest valid one; a value of the
-wrong type is an error naming the key and the expected type; a key given twice in one mapping is an error
-naming the file, the key and both lines (`load_yaml`; PyYAML alone keeps the last one silently), and so is
-a key overridden twice. `load_config(path)` reads a file,
-`config_from_dict(d)` a mapping, `RunConfig.to_dict()` gives a mapping `config_from_dict` reads back.
-`build_run(cfg)` makes the env, the training and held-out test params and the PPO config.
+Every error is one `ValueError` line starting with the file name. `cfg.to_dict()` gives a plain mapping
+that `config_from_dict` reads back to an equal config.
 """
 
 from __future__ import annotations
@@ -26,19 +21,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
-import math
 import types
 import typing
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
-
-from jaxsched.agents.dbf import REWARD_WEIGHTS, dbf_ppo_config
-from jaxsched.agents.ppo import PPOConfig
-
-SOURCES = ("lublin", "swf")
 
 # Training seeds are `jax.random.split(key(seed), num_seeds)`, i.e. `fold_in(key(seed), i)` for small i.
 # Workload and evaluation keys fold a large purpose tag into their own seed instead, so no key is ever
@@ -81,145 +71,56 @@ ALIASES = {
 
 
 @dataclass(frozen=True)
-class EnvSection:
-    """The HPC env (`dbf_env`): `window` slots of which `tail` come from the queue's tail."""
+class ExperimentConfig:
+    """The top-level keys of every system's config. A system's config derives from this, adds its
+    sections as dataclass-valued fields, and sets the class-level declarations below."""
 
-    n_cores: int = 256
-    window: int = 10
-    tail: int = 1
-    queue_capacity: int = 256
-    episode_jobs: int = 1000
-    reward_weights: tuple[float, ...] = REWARD_WEIGHTS
-    max_steps: int | None = None
+    KIND: ClassVar[str] = ""  # the YAML `kind:` that selects this config
+    # Dotted keys holding file paths: a relative path resolves beside the config file (`resolve_path`).
+    PATH_KEYS: ClassVar[tuple[str, ...]] = ()
+    # Dotted keys that are fields of a section's dataclass but not settings (why, for the error).
+    NOT_SETTINGS: ClassVar[Mapping[str, str]] = {}
+    # Sections and keys that may differ when a run is resumed (everything else must match).
+    RESUME_MAY_DIFFER: ClassVar[tuple[str, ...]] = ("kind", "name", "out_dir", "eval")
 
-    def __post_init__(self):
-        for name in ("n_cores", "window", "queue_capacity", "episode_jobs"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"env.{name} must be >= 1, got {getattr(self, name)}")
-        if not 0 <= self.tail <= self.window:
-            raise ValueError(f"env.tail must be in 0..{self.window} (env.window), got {self.tail}")
-        if len(self.reward_weights) != 3 or min(self.reward_weights) < 0:
-            raise ValueError(
-                "env.reward_weights must be 3 non-negative numbers (w1, w2, w3), "
-                f"got {list(self.reward_weights)}"
-            )
-        if self.max_steps is not None and self.max_steps < 1:
-            raise ValueError(f"env.max_steps must be >= 1 or null, got {self.max_steps}")
-
-
-@dataclass(frozen=True)
-class WorkloadSection:
-    """Where the jobs come from: generated Lublin banks (train and test from separate keys) or an SWF
-    trace split in time (`dbf.trace_split`; `train_episodes`/`test_episodes`/`jobs_per_episode` and the
-    seeds are then unused)."""
-
-    source: str = "lublin"
-    path: str | None = None
-    whole_sample: bool = True
-    interactive: bool = False
-    load_scale: float = 1.0
-    train_episodes: int = 64
-    test_episodes: int = 16
-    jobs_per_episode: int = 2000
-    bank_seed: int = 0
-    test_seed: int = 1
-    test_fraction: float = 0.3
-
-    def __post_init__(self):
-        if self.source not in SOURCES:
-            raise ValueError(f"workload.source must be one of {', '.join(SOURCES)}, got '{self.source}'")
-        if self.source == "swf" and not self.path:
-            raise ValueError("workload.path is required when workload.source is 'swf'")
-        for name in ("train_episodes", "test_episodes", "jobs_per_episode"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"workload.{name} must be >= 1, got {getattr(self, name)}")
-        if not (math.isfinite(self.load_scale) and self.load_scale > 0):
-            raise ValueError(f"workload.load_scale must be a finite number > 0, got {self.load_scale}")
-        if not 0 < self.test_fraction < 1:
-            raise ValueError(f"workload.test_fraction must be in (0, 1), got {self.test_fraction}")
-        if self.whole_sample and self.interactive:
-            raise ValueError(
-                "workload.whole_sample (the class-less Lublin parameter set) cannot be combined with "
-                "workload.interactive: true"
-            )
-
-
-@dataclass(frozen=True)
-class EvalSection:
-    """Held-out evaluation: the learned policy (greedy or sampled) and heuristic baselines (score name,
-    `_easy` for EASY back-filling) in a head-only window of `baseline_window` slots."""
-
-    episodes: int = 16
-    greedy: bool = True
-    baselines: tuple[str, ...] = ("fcfs", "lcfs", "sjf", "fcfs_easy", "sjf_easy")
-    baseline_window: int = 64
-    seed: int = 2  # root of the evaluation episode keys (the same episodes for every policy)
-
-    def __post_init__(self):
-        from jaxsched.policies.scores import SCORES
-
-        for name in ("episodes", "baseline_window"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"eval.{name} must be >= 1, got {getattr(self, name)}")
-        for b in self.baselines:
-            if b.removesuffix("_easy") not in SCORES:
-                raise ValueError(
-                    f"eval.baselines: unknown heuristic '{b}'; choose from {', '.join(SCORES)} "
-                    "(append _easy for EASY back-filling)"
-                )
-        if len(set(self.baselines)) != len(self.baselines):
-            raise ValueError(f"eval.baselines has duplicates: {list(self.baselines)}")
-
-
-@dataclass(frozen=True)
-class RunConfig:
+    kind: str = ""
     name: str = "run"
     seed: int = 0
     num_seeds: int = 3
     out_dir: str = "runs"
-    env: EnvSection = field(default_factory=EnvSection)
-    workload: WorkloadSection = field(default_factory=WorkloadSection)
-    ppo: PPOConfig = field(default_factory=dbf_ppo_config)
-    eval: EvalSection = field(default_factory=EvalSection)
 
     def __post_init__(self):
+        if self.kind != self.KIND:
+            raise ValueError(f"kind must be '{self.KIND}' for this config, got {self.kind!r}")
         if not self.name or "/" in self.name or self.name in (".", ".."):
             raise ValueError(f"name must be a non-empty file name (no '/'), got '{self.name}'")
         if self.num_seeds < 1:
             raise ValueError(f"num_seeds must be >= 1, got {self.num_seeds}")
-        w = self.workload
-        if w.source == "lublin":
-            if w.jobs_per_episode < self.env.episode_jobs:
-                raise ValueError(
-                    f"workload.jobs_per_episode ({w.jobs_per_episode}) must be >= env.episode_jobs "
-                    f"({self.env.episode_jobs}): an episode places episode_jobs jobs from one bank episode"
-                )
-            try:
-                self.lublin_config()
-            except ValueError as e:
-                raise ValueError(f"workload: {e}") from None
+
+    @classmethod
+    def sections(cls) -> dict[str, Any]:
+        """Section name → its default value (a dataclass instance), in declaration order."""
+        defaults = cls()  # every field has a default
+        return {
+            f.name: getattr(defaults, f.name)
+            for f in dataclasses.fields(cls)
+            if dataclasses.is_dataclass(getattr(defaults, f.name))
+        }
 
     @property
     def run_dir(self) -> Path:
         return Path(self.out_dir) / self.name
 
-    def lublin_config(self):
-        from jaxsched.workloads.lublin import LublinConfig
-
-        w = self.workload
-        return LublinConfig(
-            n_nodes=self.env.n_cores,
-            whole_sample=w.whole_sample,
-            interactive=w.interactive,
-            load_scale=float(w.load_scale),
-        )
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
         """Plain YAML-able mapping (tuples as lists) that `config_from_dict` reads back to an equal config."""
-        return _to_plain(self)
-
-    def replace(self, **changes) -> RunConfig:
-        return dataclasses.replace(self, **changes)
+        d = _to_plain(self)
+        for dotted in self.NOT_SETTINGS:
+            section, key = dotted.split(".")
+            d[section].pop(key, None)
+        return d
 
 
 def _to_plain(obj):
@@ -228,10 +129,6 @@ def _to_plain(obj):
     if isinstance(obj, (tuple, list)):
         return [_to_plain(x) for x in obj]
     return obj
-
-
-# ---- strict parsing ---------------------------------------------------------------------------------
-_SECTIONS = {"env": EnvSection, "workload": WorkloadSection, "ppo": PPOConfig, "eval": EvalSection}
 
 
 def _suggest(key: str, valid: list[str]) -> str | None:
@@ -321,40 +218,46 @@ def _section(prefix: str, cls, d, base=None):
     return cls(**kwargs)
 
 
-def config_from_dict(d: dict, source: str | Path | None = None) -> RunConfig:
-    """A `RunConfig` from a mapping (as read from YAML). `source` (the file) prefixes error messages and
-    resolves a relative `workload.path`, and gives the default `name` (the file's stem)."""
+def config_from_dict(cls: type[ExperimentConfig], d: dict, source: str | Path | None = None):
+    """An instance of config class `cls` from a mapping (as read from YAML; `kind` may be left out).
+    `source` (the file) prefixes error messages, resolves the relative paths of `cls.PATH_KEYS`, and gives
+    the default `name` (the file's stem)."""
     try:
-        return _config_from_dict(d, source)
+        return _config_from_dict(cls, d, source)
     except ValueError as e:
         if source is None:
             raise
         raise ValueError(f"{source}: {e}") from None
 
 
-def _config_from_dict(d, source) -> RunConfig:
+def _config_from_dict(cls, d, source):
     if d is None:
         d = {}
     if not isinstance(d, dict):
         raise ValueError(f"a config must be a mapping of keys to values, got {type(d).__name__}")
-    hints = typing.get_type_hints(RunConfig)
-    valid = [f.name for f in dataclasses.fields(RunConfig)]
-    kwargs: dict[str, Any] = {}
+    hints = typing.get_type_hints(cls)
+    sections = cls.sections()
+    valid = [f.name for f in dataclasses.fields(cls)]
+    kwargs: dict[str, Any] = {"kind": cls.KIND}
     for key, value in d.items():
         if key not in valid:
             raise _unknown("", key, valid)
-        if key in _SECTIONS:
-            continue
-        kwargs[key] = _coerce(key, value, hints[key])
+        if key not in sections:
+            kwargs[key] = _coerce(key, value, hints[key])
     if "name" not in kwargs and source is not None:
         kwargs["name"] = Path(source).stem
-    for key, cls in _SECTIONS.items():
-        base = dbf_ppo_config() if cls is PPOConfig else None
-        kwargs[key] = _section(f"{key}.", cls, d.get(key), base)
-    path = kwargs["workload"].path
-    if path is not None:
-        kwargs["workload"] = dataclasses.replace(kwargs["workload"], path=resolve_path(path, source))
-    return RunConfig(**kwargs)
+    for dotted, why in cls.NOT_SETTINGS.items():
+        section, key = dotted.split(".")
+        if isinstance(d.get(section), dict) and key in d[section]:
+            raise ValueError(f"{dotted} is not a setting: {why}")
+    for key, base in sections.items():
+        kwargs[key] = _section(f"{key}.", type(base), d.get(key), base)
+    for dotted in cls.PATH_KEYS:
+        section, key = dotted.split(".")
+        path = getattr(kwargs[section], key)
+        if path is not None:
+            kwargs[section] = dataclasses.replace(kwargs[section], **{key: resolve_path(path, source)})
+    return cls(**kwargs)
 
 
 def resolve_path(path: str, source: str | Path | None) -> str:
@@ -440,61 +343,35 @@ def apply_overrides(d: dict, overrides: list[str] | tuple[str, ...]) -> dict:
     return d
 
 
-def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
-    """Read and validate a YAML config, with optional `KEY=VALUE` overrides (`apply_overrides`); errors
-    are `ValueError`s starting with the file name."""
+def load_config(
+    path: str | Path, kinds: Mapping[str, type[ExperimentConfig]], overrides: list[str] | tuple[str, ...] = ()
+):
+    """Read and validate the YAML config at `path`, with optional `KEY=VALUE` overrides
+    (`apply_overrides`): its `kind:` picks the config class in `kinds` (kind → class; it may be left out
+    when `kinds` has one entry). Errors are one-line
+    `ValueError`s starting with the file name (`--set` errors name `--set`)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"config file not found: {path}")
     d = load_yaml(path)
+    if d is None:
+        raise ValueError(f"{path}: the file is empty; a config needs at least `kind:` ({', '.join(kinds)})")
+    if not isinstance(d, dict):
+        raise ValueError(f"{path}: a config must be a mapping of keys to values, got {type(d).__name__}")
     if overrides:
-        if not isinstance(d, (dict, type(None))):
-            raise ValueError(f"{path}: a config must be a mapping of keys to values")
-        d = apply_overrides(d, overrides)
-    return config_from_dict(d, source=path)
+        try:
+            d = apply_overrides(d, overrides)
+        except ValueError as e:
+            raise ValueError(f"--set: {e}") from None
+    kind = d.get("kind")
+    if kind is None and len(kinds) == 1:  # a system's own loader knows which config it reads
+        (kind,) = kinds
+    if kind not in kinds:
+        got = "no `kind:`" if kind is None else f"kind {kind!r}"
+        raise ValueError(f"{path}: {got}; a config says which system it is: kind: {' | '.join(kinds)}")
+    return config_from_dict(kinds[kind], d, source=path)
 
 
-def dump_config(cfg: RunConfig, path: str | Path, header: str = "") -> None:
+def dump_config(cfg: ExperimentConfig, path: str | Path, header: str = "") -> None:
     text = yaml.safe_dump(cfg.to_dict(), sort_keys=False, default_flow_style=None, width=110)
     Path(path).write_text(header + text)
-
-
-# ---- building the run ---------------------------------------------------------------------------------
-def build_run(cfg: RunConfig):
-    """`(env, train_params, test_params, ppo_config)` for `cfg`.
-
-    Lublin: a training bank of `train_episodes` generated episodes (from `bank_seed`) and a held-out one
-    of `test_episodes` (from `test_seed`; the two never share a key, see `purpose_key`). SWF: one trace,
-    training windows before a split in time, test windows after it (`dbf.trace_split`). Both params share
-    `runtime_norm` (the training jobs' largest requested time), so observations are normalised alike.
-    """
-    import numpy as np
-
-    from jaxsched.agents.dbf import dbf_env, dbf_params, trace_split
-    from jaxsched.workloads.lublin import generate_bank
-    from jaxsched.workloads.swf import load_swf
-
-    e, w = cfg.env, cfg.workload
-    try:
-        env = dbf_env(e.window, e.tail, e.n_cores, e.queue_capacity)
-    except ValueError as err:
-        raise ValueError(f"env: {err}") from None
-    kw = dict(episode_jobs=e.episode_jobs, max_steps=e.max_steps, w=e.reward_weights)
-    if w.source == "lublin":
-        lub = cfg.lublin_config()
-        train_bank, tr_s, tr_e = generate_bank(
-            purpose_key(w.bank_seed, TRAIN_BANK_TAG), lub, w.train_episodes, w.jobs_per_episode
-        )
-        test_bank, te_s, te_e = generate_bank(
-            purpose_key(w.test_seed, TEST_BANK_TAG), lub, w.test_episodes, w.jobs_per_episode
-        )
-        norm = float(np.max(np.asarray(train_bank.req_time)))
-        train = dbf_params(env, train_bank, tr_s, tr_e, runtime_norm=norm, **kw)
-        test = dbf_params(env, test_bank, te_s, te_e, runtime_norm=norm, **kw)
-    else:
-        bank = load_swf(w.path, n_cores=e.n_cores)
-        (tr_s, tr_e), (te_s, te_e) = trace_split(bank.num_jobs, e.episode_jobs, w.test_fraction)
-        norm = float(np.max(np.asarray(bank.req_time)[: int(tr_e[0])]))
-        train = dbf_params(env, bank, tr_s, tr_e, runtime_norm=norm, **kw)
-        test = dbf_params(env, bank, te_s, te_e, runtime_norm=norm, **kw)
-    return env, train, test, cfg.ppo

@@ -7,29 +7,22 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-# The HPC env's paper metrics as table columns: (metric key, header, number format).
-HPC_METRICS = [
-    ("avg_wait", "avg wait (s)", ",.0f"),
-    ("avg_queue_len", "avg queue len", ".1f"),
-    ("utilization", "utilization", ".3f"),
-    ("avg_job_load", "avg job load", ",.0f"),
-    ("avg_bsld", "avg bsld", ".1f"),
-]
+from jaxsched.experiments.system import Metric
 
 
-def print_metric_table(
-    rows: dict[str, dict[str, tuple[float, float]]], metrics: list[tuple[str, str, str]], title: str = ""
-) -> None:
-    """`rows`: policy → metric → (mean, std); `metrics`: (key, column header, format) in column order."""
+def print_metric_table(rows: dict[str, dict[str, tuple[float, float]]], metrics, title: str = "") -> None:
+    """`rows`: policy → metric → (mean, std); `metrics`: `Metric`s, or plain `(key, column header,
+    format)` tuples, in column order."""
+    metrics = [Metric(*m) for m in metrics]
     table = Table(title=title)
     table.add_column("policy", style="bold")
-    for _, header, _ in metrics:
-        table.add_column(header, justify="right")
+    for m in metrics:
+        table.add_column(m.header, justify="right")
     for name, row in rows.items():
         cells = []
-        for key, _, fmt in metrics:
-            mean, std = row[key]
-            cells.append(f"{mean:{fmt}} ± {std:{fmt}}")
+        for m in metrics:
+            mean, std = row[m.key]
+            cells.append(f"{mean:{m.fmt}} ± {std:{m.fmt}}")
         table.add_row(name, *cells)
     Console(width=160).print(table)
 

@@ -46,7 +46,7 @@ def default_gpu_cloud_setup(
     """The DAS env (paper defaults: 16 visible jobs, 64-job pending list) on a cluster of `size` over a
     generated PAI-like bank: what the GPU-cloud benchmark runs."""
     from jaxsched.envs.gpu_cloud import GPUCloudConfig, GPUCloudEnv, heterogeneous_perf
-    from jaxsched.experiments.das_config import CLUSTER_SIZES
+    from jaxsched.systems.das.config import CLUSTER_SIZES
     from jaxsched.workloads.ddl import generate_pai_like
 
     m = CLUSTER_SIZES[size]

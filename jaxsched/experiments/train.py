@@ -1,19 +1,18 @@
-"""Chunked PPO training of a `RunConfig`: seeds `vmap`ped in one program, K updates per jitted call.
+"""The chunked trainer every system's learners run on: K updates per jitted call, seeds `vmap`ped in one
+program, progress from the first second, orbax checkpoints after every chunk and an exact resume.
 
-    run_dir = train_run(cfg)                 # out_dir/name: config.yaml, metrics.jsonl, checkpoints/,
-                                             # learning_curve.png
-    run_dir = train_run(cfg, resume=True)    # continue a killed run from its last checkpoint
+    records = train_chunks(run_dir, name, init, chunk, keys, train_params, total=..., per_chunk=...,
+                           steps_per_update=..., summary=..., resume=False)
 
-After each chunk of `ppo.updates_per_chunk` updates: one JSON line per update is appended to
-`metrics.jsonl` (`{"update", "env_steps", "wall_s", <metric>: [one value per seed]}`; `episodes` counts the
-episodes that finished in that update, and the episode metrics are 0 where it is 0), then the whole
-vmapped `RunnerState` (network, optimiser, observation statistics, env states, keys) is saved with orbax
-(the last two kept). A resumed run restores it and drops metric lines past it, so it ends at bitwise the
-same parameters and metrics (but `wall_s`) as an uninterrupted run.
+After each chunk: one JSON line per update is appended to `metrics.jsonl` (`{"update", "env_steps",
+"wall_s", <metric>: [one value per seed]}`; `episodes` counts the episodes that finished in that update,
+and the episode metrics are 0 where it is 0), then the whole vmapped runner (network, optimiser, env
+states, keys) is saved with orbax (the last two kept). A resumed run restores it and drops metric lines past
+it, so it ends at bitwise the same parameters and metrics (but `wall_s`) as an uninterrupted run.
 
-The env params (workload banks) are arguments of the jitted programs, not constants baked into them, and
-the programs are cached per (PPO config, env config) within a process: a second run of the same shapes
-does not compile again.
+The env params (workload banks) are arguments of the jitted programs, not constants baked into them; a
+system caches its programs per (algorithm config, env config), so a second run of the same shapes does not
+compile again.
 """
 
 from __future__ import annotations
@@ -26,39 +25,11 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from jaxsched.agents.ppo import PPO, PPOConfig
-from jaxsched.experiments.config import RunConfig, build_run, config_from_dict, dump_config
-
 CHECKPOINT_DIR = "checkpoints"
 METRICS_FILE = "metrics.jsonl"
 CONFIG_FILE = "config.yaml"
 CURVE_FILE = "learning_curve.png"
 KEEP_CHECKPOINTS = 2
-
-_PROGRAMS: dict = {}
-
-
-def programs(ppo_config: PPOConfig, env):
-    """Jitted `init(keys, env_params)` and `chunk(runner, env_params)` over a leading seed axis (the
-    chunk is `vmap`ped over seeds)."""
-    cache_key = (ppo_config, env.config)
-    if cache_key not in _PROGRAMS:
-
-        def init(keys, env_params):
-            # lax.map rather than vmap: jaxlib 0.10.x wedges on the vmapped orthogonal init (batched QR)
-            # on the CPU; the pinned 0.9.2 does not, but a loop keeps runs bit-identical to those in
-            # docs/results and costs nothing (init is cheap).
-            return jax.lax.map(PPO(ppo_config, env, env_params).init, keys)
-
-        def chunk(runner, env_params):
-            return jax.vmap(PPO(ppo_config, env, env_params).train_chunk)(runner)
-
-        _PROGRAMS[cache_key] = (jax.jit(init), jax.jit(chunk))
-    return _PROGRAMS[cache_key]
-
-
-def seed_keys(cfg: RunConfig) -> jax.Array:
-    return jax.random.split(jax.random.key(cfg.seed), cfg.num_seeds)
 
 
 def checkpoint_manager(
@@ -73,12 +44,6 @@ def checkpoint_manager(
         enable_async_checkpointing=False,
     )
     return ocp.CheckpointManager(Path(run_dir).absolute() / subdir, options=options)
-
-
-def abstract_runner(cfg: RunConfig, env, env_params):
-    """Shapes, dtypes and shardings of the vmapped `RunnerState` (a restore template; nothing runs)."""
-    init, _ = programs(cfg.ppo, env)
-    return abstract_state(init, seed_keys(cfg), env_params)
 
 
 def abstract_state(init, keys, env_params):
@@ -139,11 +104,12 @@ def weighted_episode_mean(records: list[dict], key: str) -> float:
     return float((np.array([r[key] for r in records], np.float64) * eps).sum() / eps.sum())
 
 
-def _dbf_summary(records: list[dict]) -> str:
-    ret = weighted_episode_mean(records, "episode_return")
-    if not np.isfinite(ret):
-        return "no episode finished yet"
-    return f"return {ret:.2f}  avg wait {weighted_episode_mean(records, 'avg_wait'):,.0f} s"
+def resume_diffs(cfg, saved: dict) -> list[str]:
+    """Dotted keys in which `cfg` differs from the config a run was started with (`saved`, a mapping as
+    `to_dict()` gives it), leaving out those `cfg.RESUME_MAY_DIFFER` names (sections or dotted keys)."""
+    now = cfg.to_dict()
+    sections = [k for k in now if k not in cfg.RESUME_MAY_DIFFER]
+    return config_diffs(saved, now, sections, ignore=cfg.RESUME_MAY_DIFFER)
 
 
 def config_diffs(saved: dict, now: dict, sections, ignore=()) -> list[str]:
@@ -157,23 +123,6 @@ def config_diffs(saved: dict, now: dict, sections, ignore=()) -> list[str]:
         elif a != b:
             diffs.append(section)
     return [d for d in diffs if d not in ignore]
-
-
-def _check_resumable(cfg: RunConfig, run_dir: Path) -> None:
-    saved_path = run_dir / CONFIG_FILE
-    if not saved_path.exists():
-        return
-    import yaml
-
-    saved = config_from_dict(yaml.safe_load(saved_path.read_text())).to_dict()
-    diffs = config_diffs(saved, cfg.to_dict(), ("seed", "num_seeds", "env", "workload", "ppo"))
-    if diffs == ["ppo.total_updates"] and not cfg.ppo.anneal_lr:
-        return  # training longer (or stopping earlier) is a legitimate resume
-    if diffs:
-        raise ValueError(
-            f"cannot resume {run_dir}: the config differs from the one it was started with in "
-            f"{', '.join(diffs)} (see {saved_path})"
-        )
 
 
 def _progress(enabled: bool):
@@ -286,36 +235,3 @@ def train_chunks(
                 return None
     mngr.close()
     return records
-
-
-def train_run(
-    cfg: RunConfig, resume: bool = False, progress: bool = True, stop_after_chunks: int | None = None
-) -> Path:
-    """Train `cfg` (see the module docstring); returns the run directory. `stop_after_chunks` stops as
-    if killed after that many chunks (metrics and checkpoint written, no plot)."""
-    run_dir = cfg.run_dir
-    t_build = time.perf_counter()
-    env, train_params, _, ppo_cfg = build_run(cfg)
-    init, chunk = programs(ppo_cfg, env)
-    if check_no_run(run_dir, resume) is not None:
-        _check_resumable(cfg, run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    dump_config(cfg, run_dir / CONFIG_FILE, header="# resolved config written by `jaxsched train`\n")
-    records = train_chunks(
-        run_dir, cfg.name, init, chunk, seed_keys(cfg), train_params, total=ppo_cfg.total_updates,
-        per_chunk=ppo_cfg.updates_per_chunk, steps_per_update=ppo_cfg.steps_per_update,
-        summary=_dbf_summary, resume=resume, progress=progress, stop_after_chunks=stop_after_chunks,
-        t_build=t_build,
-    )  # fmt: skip
-    if records is None:
-        return run_dir
-    from jaxsched.experiments.plots import plot_learning_curves
-
-    say = print if progress else (lambda *a, **k: None)
-    curve = run_dir / CURVE_FILE
-    plot_learning_curves(records, curve, title=f"{cfg.name}: {cfg.num_seeds} seeds (mean ± std)")
-    say(f"metrics:        {run_dir / METRICS_FILE}")
-    say(f"checkpoint:     {run_dir / CHECKPOINT_DIR / str(records[-1]['update'])} (final parameters, "
-        f"update {records[-1]['update']})")  # fmt: skip
-    say(f"learning curve: {curve}")
-    return run_dir

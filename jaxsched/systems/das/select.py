@@ -26,8 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
-from jaxsched.experiments.das_eval import seed_keys
 from jaxsched.experiments.train import checkpoint_manager, read_jsonl
+from jaxsched.systems.das.evaluate import seed_keys
 from jaxsched.workloads.ddl import episode_starts
 
 SELECTED_DIR = "selected"

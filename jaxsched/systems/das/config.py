@@ -1,4 +1,4 @@
-"""DAS (GPU-cloud) experiment configs: YAML → frozen dataclasses, as strictly as the DBF configs.
+"""The DAS (GPU-cloud) config (`kind: das`): its sections and how a run is built from them.
 
 A DAS config says `kind: das` and has these sections (every field optional; defaults are the paper's):
 
@@ -29,22 +29,13 @@ for training (episodes start anywhere) and the rest for testing (consecutive, no
 from __future__ import annotations
 
 import dataclasses
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
 from jaxsched.agents.das import PRESETS, DASAgentConfig
 from jaxsched.agents.mappo import MAPPOConfig
-from jaxsched.experiments.config import (
-    _coerce,
-    _section,
-    _to_plain,
-    _unknown,
-    apply_overrides,
-    load_yaml,
-    resolve_path,
-)
+from jaxsched.experiments.config import ExperimentConfig, config_from_dict, load_config
 from jaxsched.policies.gpu_cloud import HEURISTICS, LABELS
 
 KIND = "das"
@@ -170,12 +161,17 @@ class AgentSection:
 
 
 @dataclass(frozen=True)
-class DASConfig:
+class DASConfig(ExperimentConfig):
+    """A DAS experiment (`kind: das`)."""
+
+    KIND: ClassVar[str] = KIND
+    PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.job_csv", "workload.task_csv", "workload.group_tag_csv")
+    NOT_SETTINGS: ClassVar[dict[str, str]] = {"mappo.agent": "the networks are set in the agent section"}
+    # `agent.variants` may grow on resume: each variant is its own run directory.
+    RESUME_MAY_DIFFER: ClassVar[tuple[str, ...]] = (*ExperimentConfig.RESUME_MAY_DIFFER, "agent.variants")
+
     kind: str = KIND
     name: str = "das"
-    seed: int = 0
-    num_seeds: int = 3
-    out_dir: str = "runs"
     cluster: ClusterSection = field(default_factory=ClusterSection)
     env: EnvSection = field(default_factory=EnvSection)
     workload: WorkloadSection = field(default_factory=WorkloadSection)
@@ -183,99 +179,19 @@ class DASConfig:
     agent: AgentSection = field(default_factory=AgentSection)
     mappo: MAPPOConfig = field(default_factory=MAPPOConfig)  # its `agent` field is set per variant
 
-    def __post_init__(self):
-        if not self.name or "/" in self.name or self.name in (".", ".."):
-            raise ValueError(f"name must be a non-empty file name (no '/'), got '{self.name}'")
-        if self.num_seeds < 1:
-            raise ValueError(f"num_seeds must be >= 1, got {self.num_seeds}")
-
-    @property
-    def run_dir(self) -> Path:
-        return Path(self.out_dir) / self.name
-
-    def replace(self, **kw) -> DASConfig:
-        return dataclasses.replace(self, **kw)
-
     def mappo_config(self, variant: str) -> MAPPOConfig:
         return dataclasses.replace(self.mappo, agent=self.agent.agent_config(variant))
 
-    def to_dict(self) -> dict:
-        """Plain YAML-able mapping that `das_config_from_dict` reads back to an equal config."""
-        d = _to_plain(self)
-        del d["mappo"]["agent"]
-        return d
-
-
-_SECTIONS = {
-    "cluster": ClusterSection,
-    "env": EnvSection,
-    "workload": WorkloadSection,
-    "eval": EvalSection,
-    "agent": AgentSection,
-    "mappo": MAPPOConfig,
-}
-
-
-def is_das_config(path: str | Path) -> bool:
-    """Does the YAML file at `path` say `kind: das`?"""
-    try:
-        d = load_yaml(path)
-    except (OSError, ValueError):  # unreadable: the config loader reports why
-        return False
-    return isinstance(d, dict) and d.get("kind") == KIND
-
 
 def das_config_from_dict(d: dict, source: str | Path | None = None) -> DASConfig:
-    """A `DASConfig` from a mapping; errors are `ValueError`s naming the dotted key (and the file)."""
-    try:
-        return _from_dict(d, source)
-    except ValueError as e:
-        if source is None:
-            raise
-        raise ValueError(f"{source}: {e}") from None
-
-
-def _from_dict(d, source) -> DASConfig:
-    d = {} if d is None else d
-    if not isinstance(d, dict):
-        raise ValueError(f"a config must be a mapping of keys to values, got {type(d).__name__}")
-    hints = typing.get_type_hints(DASConfig)
-    valid = [f.name for f in dataclasses.fields(DASConfig)]
-    kwargs: dict[str, Any] = {}
-    for key, value in d.items():
-        if key not in valid:
-            raise _unknown("", key, valid)
-        if key not in _SECTIONS:
-            kwargs[key] = _coerce(key, value, hints[key])
-    if kwargs.get("kind", KIND) != KIND:
-        raise ValueError(f"kind must be '{KIND}' for a DAS config, got {kwargs['kind']!r}")
-    if "name" not in kwargs and source is not None:
-        kwargs["name"] = Path(source).stem
-    for key, cls in _SECTIONS.items():
-        section = d.get(key)
-        if key == "mappo" and isinstance(section, dict) and "agent" in section:
-            raise ValueError("mappo.agent is not a setting: the networks are set in the agent section")
-        kwargs[key] = _section(f"{key}.", cls, section)
-    w = kwargs["workload"]
-    paths = {
-        k: resolve_path(getattr(w, k), source)
-        for k in ("job_csv", "task_csv", "group_tag_csv")
-        if getattr(w, k) is not None
-    }
-    if paths:
-        kwargs["workload"] = dataclasses.replace(w, **paths)
-    return DASConfig(**kwargs)
+    """A `DASConfig` from a mapping (`kind` may be left out); errors are `ValueError`s naming the dotted
+    key (and the file)."""
+    return config_from_dict(DASConfig, d, source)
 
 
 def load_das_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> DASConfig:
-    """Read and validate a DAS YAML config with optional `KEY=VALUE` overrides."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"config file not found: {path}")
-    d = load_yaml(path)
-    if overrides:
-        d = apply_overrides(d if isinstance(d, dict) else {}, overrides)
-    return das_config_from_dict(d, source=path)
+    """Read and validate a `kind: das` YAML config with optional `KEY=VALUE` overrides."""
+    return load_config(path, {KIND: DASConfig}, overrides)
 
 
 # ---- building the run ---------------------------------------------------------------------------------

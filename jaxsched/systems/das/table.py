@@ -36,16 +36,24 @@ import numpy as np
 
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
 from jaxsched.agents.das import PRESETS
-from jaxsched.experiments.das_config import CLUSTER_SIZES, DASConfig, load_das_config
-from jaxsched.experiments.das_eval import EVAL_FILE, build_for_eval, evaluate_on_episodes, seed_keys
 from jaxsched.experiments.stats import wilcoxon_signed_rank
 from jaxsched.experiments.train import CONFIG_FILE, config_diffs
 from jaxsched.policies.gpu_cloud import LABELS as HEURISTIC_LABELS
 from jaxsched.policies.gpu_cloud import make_heuristic
+from jaxsched.systems.das.config import CLUSTER_SIZES, DASConfig, load_das_config
+from jaxsched.systems.das.evaluate import (
+    DAS_METRICS,
+    EVAL_FILE,
+    build_for_eval,
+    evaluate_on_episodes,
+    seed_keys,
+)
+
+HELP = "the DAS paper's tables (1, 3, App. E, F) from trained runs and freshly evaluated baselines"
 
 PLANNERS = {"mosa": "MOSA", "malo": "MALO"}
 LEARNED_ORDER = ("dl2", "rifling", "da", "da_mc", "da_rwgp", "das")
-METRICS = (("avg_jct_min", "JCT (min)", ",.1f"), ("avg_fee", "Fee ($)", ".2f"))
+METRICS = DAS_METRICS[:2]  # Table 1: JCT and fee
 
 # The paper's Table 1: (JCT min, fee $) per cluster.
 PAPER_TABLE1 = {
@@ -98,8 +106,8 @@ def evaluate_planner(
 ) -> Path:
     """Run MOSA or MALO (paper's Table 2 settings) on the first `episodes` test episodes × `seeds` seeds
     and write `<run dir>/<name>/eval.json`. Slow: MALO takes ~0.24 s per decision on a 2-core CPU."""
-    from jaxsched.experiments.das_eval import per_episode_results
     from jaxsched.policies.metaheuristics import make_malo, make_mosa, run_planner_episode
+    from jaxsched.systems.das.evaluate import per_episode_results
 
     env, _, test_params, starts = build_for_eval(cfg)
     starts = starts[: episodes or len(starts)]
@@ -135,7 +143,7 @@ _RUN_SECTIONS = ("num_seeds", "cluster", "env", "workload", "eval", "agent", "ma
 def _training_seed(cfg: DASConfig, variant_dir: Path) -> int:
     """The `seed` that `variant_dir` was trained with; a `ValueError` naming the keys when its recipe
     (everything but the seed) differs from `cfg`'s."""
-    from jaxsched.experiments.das_train import saved_config
+    from jaxsched.systems.das.train import saved_config
 
     path = variant_dir / CONFIG_FILE
     saved = saved_config(variant_dir)
@@ -207,7 +215,7 @@ def table1_lines(rows: dict, cluster: str) -> list[str]:
             out.append(f"| {label(name)} | not run | not run | {p_jct} | {p_fee} | |")
             continue
         shape = r["avg_jct_min"].shape
-        cells = [_cell(r[k], fmt) for k, _, fmt in METRICS]
+        cells = [_cell(r[k], fmt) for k, _, fmt, _ in METRICS]
         out.append(
             f"| {label(name)} | {cells[0]} | {cells[1]} | {p_jct} | {p_fee} | {shape[0]} × {shape[1]} |"
         )
@@ -234,7 +242,7 @@ def significance(rows: dict, target: str = "das") -> list[dict]:
     for other in dict.fromkeys([best, "rifling"]):
         if other not in baselines:
             continue
-        for metric, header, _ in METRICS:
+        for metric, header, *_ in METRICS:
             res = wilcoxon_signed_rank(mine[metric], baselines[other][metric])
             diff = float(mine[metric].mean() - baselines[other][metric].mean())
             tests.append(
@@ -270,8 +278,8 @@ def significance_lines(tests: list[dict], target: str = "das") -> list[str]:
 def load_level_rows(cfg: DASConfig, loads, variants) -> dict:
     """`{load: {name: {metric: [S, E]}}}`: the heuristics and every trained variant of `variants` on the
     test episodes with the arrival rate × load (the agents were trained at load 1)."""
-    from jaxsched.experiments.das_train import evaluate_learned, evaluated_actor_params, run_dir_of
     from jaxsched.experiments.train import CHECKPOINT_DIR
+    from jaxsched.systems.das.train import evaluate_learned, evaluated_actor_params, run_dir_of
 
     built = build_for_eval(cfg)
     env, train_params, test_params, starts = built
@@ -302,7 +310,7 @@ def load_level_lines(levels: dict) -> list[str]:
         cells = []
         for x in loads:
             r = levels[x].get(n)
-            cells += [_cell(None if r is None else r[k], fmt) for k, _, fmt in METRICS]
+            cells += [_cell(None if r is None else r[k], fmt) for k, _, fmt, _ in METRICS]
         out.append(f"| {label(n)} | " + " | ".join(cells) + " |")
     return out
 
@@ -362,7 +370,6 @@ def latency_lines(rows: list[dict]) -> list[str]:
 
 # ---- command line -------------------------------------------------------------------------------------
 def add_arguments(parser) -> None:
-    parser.add_argument("which", choices=["das"], help="which paper's tables (das: Xing et al., KDD'23)")
     parser.add_argument("--cluster", default="small", choices=[*CLUSTER_SIZES, "all"])
     parser.add_argument("--config-dir", default="configs/das", help="where <cluster>.yaml lives")
     parser.add_argument("--config", default=None, help="tabulate this config file instead of <cluster>.yaml")

@@ -10,8 +10,9 @@ import jax
 
 from jaxsched.envs.hpc import HPCConfig, HPCEnv
 from jaxsched.experiments.evaluate import evaluate_policies, summarize
-from jaxsched.experiments.report import HPC_METRICS, print_metric_table, write_json
+from jaxsched.experiments.report import print_metric_table, write_json
 from jaxsched.policies.hpc import heuristic_policies, random_valid_policy
+from jaxsched.systems.dbf.metrics import HPC_METRICS
 from jaxsched.workloads.lublin import LublinConfig, generate_bank
 
 

@@ -20,17 +20,20 @@ import numpy as np
 
 from jaxsched.agents.dbf import dbf_env
 from jaxsched.agents.ppo import PPO
-from jaxsched.experiments.config import EVAL_TAG, RunConfig, build_run, purpose_key
+from jaxsched.experiments.config import EVAL_TAG, purpose_key
 from jaxsched.experiments.evaluate import evaluate_policies, run_episode
-from jaxsched.experiments.report import HPC_METRICS, print_metric_table, write_json
-from jaxsched.experiments.train import CHECKPOINT_DIR, abstract_runner, checkpoint_manager, restore_runner
+from jaxsched.experiments.report import print_metric_table, write_json
+from jaxsched.experiments.train import CHECKPOINT_DIR, checkpoint_manager, restore_runner
 from jaxsched.policies.hpc import make_priority_policy
+from jaxsched.systems.dbf.config import DBFConfig, build_run
+from jaxsched.systems.dbf.metrics import HPC_METRICS
+from jaxsched.systems.dbf.train import abstract_runner
 
 AGENT = "agent"
 EVAL_FILE = "eval.json"
 
 
-def load_policy_params(cfg: RunConfig, checkpoint_dir, env, env_params):
+def load_policy_params(cfg: DBFConfig, checkpoint_dir, env, env_params):
     """`(params, obs_stats)` of every seed (leading axis `num_seeds`) from the latest checkpoint of a run
     directory (or of its `checkpoints/` folder), and the update it was saved at."""
     path = Path(checkpoint_dir)
@@ -46,7 +49,7 @@ def load_policy_params(cfg: RunConfig, checkpoint_dir, env, env_params):
     return (runner.params, runner.obs_stats), step
 
 
-def _agent_program(cfg: RunConfig, env):
+def _agent_program(cfg: DBFConfig, env):
     policy = PPO(cfg.ppo, env, None).policy(greedy=cfg.eval.greedy)
 
     def run(policy_params, keys, env_params):
@@ -62,20 +65,23 @@ def _stats(values: np.ndarray) -> dict:
     return {"mean": float(v.mean()), "std": float(v.std()), "per_seed": [float(x) for x in v.mean(axis=1)]}
 
 
-def eval_run(cfg: RunConfig, checkpoint_dir, episodes: int | None = None, json_path=None) -> dict:
-    """Evaluate a run's checkpoint and the baselines on the held-out test workload (module docstring).
-    Returns `{policy: {metric: {"mean", "std", "per_seed"}}}`, also written to `json_path` (default
-    `<run dir>/eval.json`)."""
+def eval_run(cfg: DBFConfig, checkpoint_dir=None, episodes: int | None = None, json_path=None) -> dict:
+    """Evaluate a run's checkpoint (unless `checkpoint_dir` is None: the baselines alone) and the
+    baselines on the held-out test workload (module docstring). Returns `{policy: {metric: {"mean",
+    "std", "per_seed"}}}`, also written to `json_path` (default `<run dir>/eval.json`)."""
     episodes = cfg.eval.episodes if episodes is None else int(episodes)
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     env, train_params, test_params, _ = build_run(cfg)
-    policy_params, step = load_policy_params(cfg, checkpoint_dir, env, train_params)
     keys = jax.random.split(purpose_key(cfg.eval.seed, EVAL_TAG), episodes)
-
     results: dict[str, dict] = {}
-    per_seed = _agent_program(cfg, env)(policy_params, keys, test_params)  # metric -> [seeds, episodes]
-    results[AGENT] = {k: _stats(v) for k, v in jax.device_get(per_seed).items()}
+    step = None
+    if checkpoint_dir is not None:
+        policy_params, step = load_policy_params(cfg, checkpoint_dir, env, train_params)
+        per_seed = _agent_program(cfg, env)(policy_params, keys, test_params)  # metric -> [seeds, episodes]
+        results[AGENT] = {k: _stats(v) for k, v in jax.device_get(per_seed).items()}
+    elif not cfg.eval.baselines:
+        raise ValueError("nothing to evaluate: no --checkpoint and eval.baselines is empty")
 
     if cfg.eval.baselines:
         e = cfg.env
@@ -88,19 +94,24 @@ def eval_run(cfg: RunConfig, checkpoint_dir, episodes: int | None = None, json_p
             results[name] = {k: _stats(np.asarray(v)[None]) for k, v in metrics.items()}
 
     e = cfg.env
+    trained = "baselines" if step is None else f"update {step}"
     title = (
-        f"{cfg.name} (update {step}): {e.window}-slot window ({e.window - e.tail} head + {e.tail} tail), "
+        f"{cfg.name} ({trained}): {e.window}-slot window ({e.window - e.tail} head + {e.tail} tail), "
         f"{cfg.num_seeds} seeds × {episodes} held-out episodes × {e.episode_jobs} jobs; "
         f"heuristics in a {cfg.eval.baseline_window}-slot head window"
     )
     if json_path == "-":  # JSON alone on stdout
         print(json.dumps(results, indent=2))
     else:
-        rows = {n: {k: (r[k]["mean"], r[k]["std"]) for k, _, _ in HPC_METRICS} for n, r in results.items()}
+        rows = {n: {k: (r[k]["mean"], r[k]["std"]) for k, *_ in HPC_METRICS} for n, r in results.items()}
         print_metric_table(rows, HPC_METRICS, title=title)
-        path = Path(checkpoint_dir)
-        run_dir = path.parent if path.name == CHECKPOINT_DIR else path
+        if checkpoint_dir is None:
+            run_dir = cfg.run_dir
+        else:
+            path = Path(checkpoint_dir)
+            run_dir = path.parent if path.name == CHECKPOINT_DIR else path
         json_path = Path(json_path) if json_path else run_dir / EVAL_FILE
+        json_path.parent.mkdir(parents=True, exist_ok=True)
         write_json(str(json_path), results)
         print(f"results: {json_path}")
     return results

@@ -66,6 +66,8 @@ from jax import lax
 from jaxsched.policies.scores import score as heuristic_score
 from jaxsched.workloads.base import Workload
 
+HELP = "RLScheduler-compatible heuristic table (bsld or util) over sequences of an SWF trace"
+
 STATIC_POLICIES = ("fcfs", "lcfs", "sjf", "smallest", "f1", "wfp3", "uni")
 DYNAMIC_POLICIES = ("wfp3_real", "uni_real")
 POLICIES = STATIC_POLICIES + DYNAMIC_POLICIES

@@ -19,18 +19,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.experiments.das_config import DASConfig, build_das
 from jaxsched.experiments.evaluate import run_episode
 from jaxsched.experiments.report import print_metric_table, write_json
+from jaxsched.experiments.system import Metric
 from jaxsched.policies.gpu_cloud import LABELS, make_heuristic
+from jaxsched.systems.das.config import DASConfig, build_das
 
-DAS_METRICS = [
-    ("avg_jct_min", "JCT (min)", ",.1f"),
-    ("avg_fee", "Fee ($)", ".2f"),
-    ("avg_wait_min", "wait (min)", ",.1f"),
-    ("avg_duration_min", "duration (min)", ",.1f"),
-    ("gpu_util", "GPU util", ".3f"),
-]
+DAS_METRICS = (
+    Metric("avg_jct_min", "JCT (min)", ",.1f"),
+    Metric("avg_fee", "Fee ($)", ".2f"),
+    Metric("avg_wait_min", "wait (min)", ",.1f"),
+    Metric("avg_duration_min", "duration (min)", ",.1f"),
+    Metric("gpu_util", "GPU util", ".3f", lower_is_better=False),
+)
 EVAL_FILE = "eval.json"
 
 
@@ -109,9 +110,7 @@ def eval_heuristics(cfg: DASConfig, episodes: int | None = None, json_path=None)
     if json_path == "-":
         print(json.dumps(results, indent=2))
         return results
-    rows = {
-        LABELS[n]: {k: (r[k]["mean"], r[k]["std"]) for k, _, _ in DAS_METRICS} for n, r in results.items()
-    }
+    rows = {LABELS[n]: {k: (r[k]["mean"], r[k]["std"]) for k, *_ in DAS_METRICS} for n, r in results.items()}
     print_metric_table(rows, DAS_METRICS, title=title)
     path = Path(json_path) if json_path else cfg.run_dir / EVAL_FILE
     path.parent.mkdir(parents=True, exist_ok=True)

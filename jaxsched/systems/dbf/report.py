@@ -16,9 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxsched.experiments.config import load_config
+from jaxsched.experiments.config import load_yaml
 from jaxsched.experiments.plots import plot_split_sweep
-from jaxsched.experiments.report import HPC_METRICS
+from jaxsched.systems.dbf.config import dbf_config_from_dict
+from jaxsched.systems.dbf.metrics import HPC_METRICS
+
+HELP = "DBF runs vs baselines: markdown table, Fig. 5-style plot, learning curves"
 
 
 def _run(run_dir: Path) -> tuple[object, dict]:
@@ -28,7 +31,7 @@ def _run(run_dir: Path) -> tuple[object, dict]:
             raise ValueError(
                 f"{run_dir}: no {p.name}; train and evaluate the run first (jaxsched train / eval)"
             )
-    return load_config(cfg_path), json.loads(eval_path.read_text())
+    return dbf_config_from_dict(load_yaml(cfg_path), cfg_path), json.loads(eval_path.read_text())
 
 
 def _seed_stats(entry: dict) -> tuple[float, float]:
@@ -43,14 +46,14 @@ def split_report(run_dirs, out_dir) -> str:
     runs = [_run(Path(d)) for d in run_dirs]
     if not runs:
         raise ValueError("report: give at least one run directory")
-    header = "| policy | " + " | ".join(h for _, h, _ in HPC_METRICS) + " |"
+    header = "| policy | " + " | ".join(m.header for m in HPC_METRICS) + " |"
     lines = [header, "|---|" + "---:|" * len(HPC_METRICS)]
     sweep = {}
     for (cfg, result), run_dir in zip(runs, run_dirs, strict=True):
         m, tail = cfg.env.window, cfg.env.tail
         label = f"DBF M={m} ({m - tail} head + {tail} tail), {cfg.num_seeds} seeds"
         cells = []
-        for key, _, fmt in HPC_METRICS:
+        for key, _, fmt, _ in HPC_METRICS:
             mean, std = _seed_stats(result["agent"][key])
             cells.append(f"{mean:{fmt}} ± {std:{fmt}}")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
@@ -62,7 +65,7 @@ def split_report(run_dirs, out_dir) -> str:
     for name, entry in baselines.items():
         if name == "agent":
             continue
-        cells = [f"{entry[k]['mean']:{fmt}} ± {entry[k]['std']:{fmt}}" for k, _, fmt in HPC_METRICS]
+        cells = [f"{entry[k]['mean']:{fmt}} ± {entry[k]['std']:{fmt}}" for k, _, fmt, _ in HPC_METRICS]
         label = name.replace("_easy", " + easy").upper()  # fcfs_easy -> FCFS + EASY
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     table = "\n".join(lines) + "\n"

@@ -20,6 +20,7 @@ Seeds are `vmap`ped in one program; programs are cached per (MAPPO config, env c
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -32,15 +33,6 @@ import yaml
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
 from jaxsched.agents.imitation import pretrain
 from jaxsched.agents.mappo import MAPPO, MAPPOConfig
-from jaxsched.experiments.das_config import DASConfig, das_config_from_dict
-from jaxsched.experiments.das_eval import EVAL_FILE, build_for_eval, per_episode_results, seed_keys
-from jaxsched.experiments.das_select import (
-    VALIDATION_FILE,
-    ValidationSelector,
-    restore_selected,
-    validation_keys,
-    validation_starts,
-)
 from jaxsched.experiments.train import (
     CHECKPOINT_DIR,
     CONFIG_FILE,
@@ -49,10 +41,19 @@ from jaxsched.experiments.train import (
     abstract_state,
     check_no_run,
     checkpoint_manager,
-    config_diffs,
     restore_runner,
+    resume_diffs,
     train_chunks,
     weighted_episode_mean,
+)
+from jaxsched.systems.das.config import DASConfig, das_config_from_dict
+from jaxsched.systems.das.evaluate import EVAL_FILE, build_for_eval, per_episode_results, seed_keys
+from jaxsched.systems.das.select import (
+    VALIDATION_FILE,
+    ValidationSelector,
+    restore_selected,
+    validation_keys,
+    validation_starts,
 )
 
 IMITATION_FILE = "imitation.jsonl"
@@ -123,8 +124,7 @@ def _check_resumable(cfg: DASConfig, run_dir: Path) -> None:
     saved = saved_config(run_dir)
     if saved is None:
         return
-    sections = ("seed", "num_seeds", "cluster", "env", "workload", "agent", "mappo")
-    diffs = config_diffs(saved, cfg.to_dict(), sections, ignore=("agent.variants",))
+    diffs = resume_diffs(cfg, saved)
     if diffs and diffs != ["mappo.total_updates"]:  # training longer (or shorter) is a legitimate resume
         raise ValueError(
             f"cannot resume {run_dir}: the config differs from the one it was started with in "
@@ -291,3 +291,37 @@ def evaluate_run(cfg: DASConfig, variant: str, built=None) -> dict:
 def train_das_config(cfg: DASConfig, resume: bool = False, progress: bool = True) -> list[Path]:
     """Every variant of `cfg.agent.variants`, in turn."""
     return [train_das(cfg, v, resume=resume, progress=progress) for v in cfg.agent.variants]
+
+
+def evaluate_das(cfg: DASConfig, checkpoint=None, episodes: int | None = None, json_path=None) -> dict:
+    """`jaxsched eval`: the heuristics of `eval.policies` on the held-out episodes and, with `checkpoint`
+    (a run directory `out_dir/name` holding variant folders, or one variant's folder), every trained
+    variant in it, re-evaluated from its checkpoints on the same episodes and keys (each variant's
+    `eval.json` is rewritten). Returns `{policy or variant: {metric: {mean, std, per_seed}}}`."""
+    from jaxsched.experiments.report import print_metric_table
+    from jaxsched.systems.das.evaluate import DAS_METRICS, eval_heuristics
+
+    if episodes is not None:
+        cfg = cfg.replace(eval=dataclasses.replace(cfg.eval, episodes=episodes))
+    if checkpoint is None:
+        return eval_heuristics(cfg, json_path=json_path)
+    path = Path(checkpoint)
+    if (path / CHECKPOINT_DIR).is_dir():  # one variant's folder
+        variants, path = [path.name], path.parent
+    else:
+        variants = [v for v in cfg.agent.variants if (path / v / CHECKPOINT_DIR).is_dir()]
+    if not variants or variants[0] not in VARIANT_LABELS:
+        raise FileNotFoundError(
+            f"--checkpoint {checkpoint}: no trained variant there (expected {path}/<variant>/"
+            f"{CHECKPOINT_DIR} for a variant of agent.variants: {', '.join(cfg.agent.variants)})"
+        )
+    run_cfg = cfg.replace(out_dir=str(path.parent), name=path.name)
+    results = eval_heuristics(run_cfg, json_path=json_path)
+    built = build_for_eval(run_cfg)
+    learned = {v: evaluate_run(run_cfg, v, built) for v in variants}
+    rows = {
+        VARIANT_LABELS[v]: {m.key: (r[m.key]["mean"], r[m.key]["std"]) for m in DAS_METRICS}
+        for v, r in learned.items()
+    }
+    print_metric_table(rows, DAS_METRICS, title=f"{path}: trained variants, the same test episodes and keys")
+    return {**results, **learned}

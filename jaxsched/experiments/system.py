@@ -1,0 +1,55 @@
+"""What a system (one paper's setting) declares to plug into the shared experiment layer.
+
+A system module (`jaxsched/systems/<kind>/`) builds one `System` and nothing generic: the CLI dispatches
+`jaxsched train | eval | table | report CONFIG` on the config's `kind:` to it, and the shared pieces (the
+strict loader `experiments.config`, the chunked trainer `experiments.train`, the evaluator
+`experiments.evaluate`, tables `experiments.report`, plots `experiments.plots`, statistics
+`experiments.stats`) serve every system alike. See docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, NamedTuple
+
+from jaxsched.experiments.config import ExperimentConfig
+
+
+class Metric(NamedTuple):
+    """One of a paper's metrics as a result column."""
+
+    key: str  # the episode metric's key in `info` / the evaluation results
+    header: str  # column header, with the unit
+    fmt: str  # number format
+    lower_is_better: bool = True
+
+
+@dataclass(frozen=True)
+class PaperTable:
+    """A table of published numbers: `values[row][column]` (a number, or a tuple of one per metric)."""
+
+    title: str  # e.g. "Table 1 (JCT min, fee $)"
+    values: Mapping[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class System:
+    """A system's declaration: its config, its baselines, metrics and published tables, and the entry
+    points the CLI calls. Every callable takes the system's config (`config` class)."""
+
+    kind: str  # the YAML `kind:`
+    title: str  # a line for listings
+    paper: str  # the paper's title (the texts: ../shared/papers/README.md)
+    config: type[ExperimentConfig]
+    baselines: tuple[str, ...]  # heuristic names the system's evaluator accepts
+    metrics: tuple[Metric, ...]
+    # train(cfg, resume=, progress=) -> run directories written
+    train: Callable[..., list[Path]]
+    # evaluate(cfg, checkpoint=None | run dir, episodes=None | int, json_path=None | str) -> results
+    evaluate: Callable[..., dict]
+    paper_tables: Mapping[str, PaperTable] = field(default_factory=dict)
+    # CLI modules with `add_arguments(parser)` and `run_from_args(args)`, by subcommand ("table", "report")
+    commands: Mapping[str, ModuleType] = field(default_factory=dict)

@@ -1,0 +1,34 @@
+"""The registry of systems: `kind:` → the system's declaration (`experiments.system.System`).
+
+Only the CLI (and tests) import this: the experiment layer never knows which systems exist. A new system
+adds its subpackage here and one line to `SYSTEMS`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def systems() -> dict:
+    """`{kind: System}` of every system (imports each system module on first use)."""
+    from jaxsched.systems import das, dbf
+
+    return {s.kind: s for s in (dbf.SYSTEM, das.SYSTEM)}
+
+
+def get_system(kind: str):
+    """The `System` of `kind`, or a `ValueError` naming the kinds there are."""
+    known = systems()
+    if kind not in known:
+        raise ValueError(f"unknown system {kind!r}; choose from {', '.join(known)}")
+    return known[kind]
+
+
+def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()):
+    """`(system, config)` of the YAML config at `path`: its `kind:` picks the system (strict loading,
+    `experiments.config.load_config`)."""
+    from jaxsched.experiments.config import load_config
+
+    known = systems()
+    cfg = load_config(path, {k: s.config for k, s in known.items()}, overrides)
+    return known[cfg.kind], cfg

@@ -1,0 +1,33 @@
+"""DAS (GPU-cloud scheduling: dual-agent ordering + Random-Walk-GP placement, MAPPO): the system
+declaration.
+
+What DAS defines, and where: its config (`config.DASConfig`: cluster / env / workload / eval / agent /
+mappo sections and `build_das`), its learners (the variants of `agents.das.PRESETS`, MAPPO with the DAS
+networks, trained by `train.train_das` on the shared chunked trainer, with an optional imitation warm start
+and validation-based checkpoint selection, `select`), its baselines (`policies.gpu_cloud.HEURISTICS`, and
+the MOSA / MALO planners), its metrics (`evaluate.DAS_METRICS`), its evaluation (`train.evaluate_das`) and
+its paper tables (`table`: Table 1, Table 3, App. E and F).
+"""
+
+from jaxsched.experiments.system import PaperTable, System
+from jaxsched.policies.gpu_cloud import HEURISTICS
+from jaxsched.systems.das import table
+from jaxsched.systems.das.config import DASConfig
+from jaxsched.systems.das.evaluate import DAS_METRICS
+from jaxsched.systems.das.train import evaluate_das, train_das_config
+
+SYSTEM = System(
+    kind="das",
+    title="DAS: GPU-cloud scheduling, dual-agent ordering + Random-Walk-GP placement, MAPPO",
+    paper=(
+        "A Dual-Agent Scheduler for Distributed Deep Learning Jobs on Public Cloud via Reinforcement "
+        "Learning (KDD'23)"
+    ),
+    config=DASConfig,
+    baselines=HEURISTICS,
+    metrics=DAS_METRICS,
+    train=train_das_config,
+    evaluate=evaluate_das,
+    paper_tables={"table1": PaperTable("Table 1 (JCT min, fee $) per cluster", table.PAPER_TABLE1)},
+    commands={"table": table},
+)

@@ -1,0 +1,34 @@
+"""Deep Back-Filling (HPC batch scheduling with a split window, PPO): the system declaration.
+
+What DBF defines, and where: its config (`config.DBFConfig`: env / workload / ppo / eval sections and
+`build_run`), its learner (PPO with the DBF network: `agents.dbf`, trained by `train.train_run` on the
+shared chunked trainer), its baselines (the priority scores of `policies.scores`, `_easy` for EASY
+back-filling), its metrics (`metrics.HPC_METRICS`), its evaluation (`evaluate.eval_run`), its report (the
+Fig. 5-style split sweep, `report`), and the RLScheduler-compatible heuristic table
+(`rlscheduler_table`), which exists to match published numbers exactly.
+"""
+
+from jaxsched.experiments.system import System
+from jaxsched.policies.scores import SCORES
+from jaxsched.systems.dbf import report, rlscheduler_table
+from jaxsched.systems.dbf.config import DBFConfig
+from jaxsched.systems.dbf.evaluate import eval_run
+from jaxsched.systems.dbf.metrics import HPC_METRICS
+from jaxsched.systems.dbf.train import train_run
+
+
+def _train(cfg: DBFConfig, resume: bool = False, progress: bool = True):
+    return [train_run(cfg, resume=resume, progress=progress)]
+
+
+SYSTEM = System(
+    kind="dbf",
+    title="Deep Back-Filling: HPC batch scheduling, split window + schedule cycling, PPO",
+    paper="Deep Back-Filling: a Split Window Technique for Deep Online Cluster Job Scheduling (HPCC'22)",
+    config=DBFConfig,
+    baselines=(*SCORES, *(f"{s}_easy" for s in SCORES)),
+    metrics=HPC_METRICS,
+    train=_train,
+    evaluate=eval_run,
+    commands={"report": report, "hpc-table": rlscheduler_table},
+)
