@@ -230,6 +230,10 @@ def test_train_run_writes_metrics_checkpoint_and_curve(full_run):
         for k in ("episodes", "episode_return", "avg_wait", "utilization", "entropy", "approx_kl"):
             assert isinstance(r[k], list) and len(r[k]) == 2, k
     assert sum(sum(r["episodes"]) for r in records) > 0
+    empty = [(r, s) for r in records for s in range(2) if r["episodes"][s] == 0]
+    assert empty, "the tiny run should have updates in which a seed finished no episode"
+    for r, s in empty:  # no episode finished: no episode metric (null), not 0
+        assert r["episode_return"][s] is None and r["avg_wait"][s] is None and r["entropy"][s] is not None
     assert sorted(int(p.name) for p in (run_dir / "checkpoints").iterdir() if p.name.isdigit()) == [4, 6]
     assert (run_dir / "learning_curve.png").stat().st_size > 10_000
     state = _final_state(cfg)

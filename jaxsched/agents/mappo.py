@@ -38,7 +38,7 @@ from flax import struct
 from jaxsched.agents.das import DASActor, DASAgentConfig, DASPolicy, empty_history
 from jaxsched.agents.ppo import check_schedule, sgd_epochs
 from jaxsched.agents.ppo import gae as ppo_gae
-from jaxsched.core.wrappers import LogWrapper, masked_mean
+from jaxsched.core.wrappers import LogWrapper, episode_mean
 from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudObs
 from jaxsched.nn.das import CentralCritic, masked_normal_entropy, masked_normal_log_prob
 from jaxsched.nn.rwgp import RWGPHistory
@@ -377,9 +377,9 @@ class MAPPO:
         done = log["returned_episode"]
         metrics = {k: v.mean() for k, v in aux.items()}
         metrics["episodes"] = done.sum()
-        metrics["episode_return"] = masked_mean(log["episode_return"], done)
+        metrics["episode_return"] = episode_mean(log["episode_return"], done)
         for k, v in log["episode_metrics"].items():
-            metrics[k] = masked_mean(v.astype(jnp.float32), done)
+            metrics[k] = episode_mean(v.astype(jnp.float32), done)
         metrics["reward_per_step"] = traj.reward.mean()
         metrics["decision_frac"] = traj.decision.mean()
         metrics["update"] = update

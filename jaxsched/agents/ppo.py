@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxsched.core.wrappers import LogWrapper, masked_mean
+from jaxsched.core.wrappers import LogWrapper, episode_mean
 from jaxsched.nn.mlp import ACTIVATION_NAMES, ActorCritic
 
 MASKED_LOGIT = -1e9
@@ -370,10 +370,10 @@ class PPO:
         done = log["returned_episode"]
         metrics = {k: v.mean() for k, v in aux.items()}
         metrics["episodes"] = done.sum()
-        metrics["episode_return"] = masked_mean(log["episode_return"], done)
-        metrics["episode_length"] = masked_mean(log["episode_length"].astype(jnp.float32), done)
+        metrics["episode_return"] = episode_mean(log["episode_return"], done)
+        metrics["episode_length"] = episode_mean(log["episode_length"].astype(jnp.float32), done)
         for k, v in log["episode_metrics"].items():
-            metrics[k] = masked_mean(v.astype(jnp.float32), done)
+            metrics[k] = episode_mean(v.astype(jnp.float32), done)
         metrics["reward_per_step"] = traj.reward.mean()
         metrics["update"] = runner.update
         return runner, metrics

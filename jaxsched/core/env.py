@@ -64,8 +64,10 @@ class Environment(Generic[State, Params]):
     def step(
         self, key: jax.Array, state: State, action: jax.Array, params: Params | None = None
     ) -> tuple[Any, State, jax.Array, jax.Array, jax.Array, dict]:
-        """One decision with auto-reset. `info` holds the step's metrics, `final_observation` and,
-        at episode end, the finished episode's `metrics` (zeros otherwise, masked by `done`)."""
+        """One decision with auto-reset. `info` holds the step's metrics, `final_observation`, `done`
+        and `episode_metrics`: `metrics` of the pre-reset state at every step, i.e. the episode so far
+        (its jobs finished or placed until now), and at `done` the finished episode's. Consumers average
+        them over `done` steps only (`core.wrappers.episode_mean`)."""
         params = self.default_params() if params is None else params
         key_step, key_reset = jax.random.split(key)
         obs, state_st, reward, terminated, truncated, info = self.step_env(key_step, state, action, params)

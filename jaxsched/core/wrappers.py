@@ -64,3 +64,10 @@ def masked_mean(x: jax.Array, mask: jax.Array) -> jax.Array:
     """Mean of `x` over entries where `mask` is True (0 when none); shapes broadcast."""
     mask = mask.astype(jnp.float32)
     return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+
+
+def episode_mean(x: jax.Array, done: jax.Array) -> jax.Array:
+    """Mean of an episode metric `x` over the episodes that finished (`done`), NaN when none did: an
+    update without a finished episode has no episode metric (the trainer logs `null`), not a 0."""
+    n = jnp.sum(done.astype(jnp.float32))
+    return jnp.where(n > 0, masked_mean(x, done), jnp.nan)

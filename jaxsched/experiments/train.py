@@ -6,7 +6,7 @@ program, progress from the first second, orbax checkpoints after every chunk and
 
 After each chunk: one JSON line per update is appended to `metrics.jsonl` (`{"update", "env_steps",
 "wall_s", <metric>: [one value per seed]}`; `episodes` counts the episodes that finished in that update,
-and the episode metrics are 0 where it is 0), then the whole vmapped runner (network, optimiser, env
+and the episode metrics are `null` where it is 0), then the whole vmapped runner (network, optimiser, env
 states, keys) is saved with orbax (the last two kept). A resumed run restores it and drops metric lines past
 it, so it ends at bitwise the same parameters and metrics (but `wall_s`) as an uninterrupted run.
 
@@ -82,16 +82,22 @@ def read_metrics(path) -> list[dict]:
 
 
 def _chunk_records(metrics: dict, steps_per_update: int, wall_s: float) -> list[dict]:
+    """One JSON-able record per update of a chunk's metrics `{name: [seeds, K]}`. An episode metric of a
+    seed that finished no episode in that update (NaN from `core.wrappers.episode_mean`) is `None`
+    (`null`); any other NaN stays NaN, so a diverged loss is not hidden."""
     m = {k: np.asarray(v) for k, v in jax.device_get(metrics).items()}  # [seeds, K]
     updates = m.pop("update")[0]
+    no_episode = m["episodes"] == 0 if "episodes" in m else np.zeros_like(updates, bool)[None]
     records = []
     for i, u in enumerate(updates):
         rec = {"update": int(u), "env_steps": int(u) * steps_per_update, "wall_s": round(wall_s, 3)}
         for k, v in m.items():
             col = v[:, i]
-            rec[k] = (
-                [int(x) for x in col] if np.issubdtype(col.dtype, np.integer) else [float(x) for x in col]
-            )
+            if np.issubdtype(col.dtype, np.integer):
+                rec[k] = [int(x) for x in col]
+            else:
+                empty = no_episode[:, i]
+                rec[k] = [None if np.isnan(x) and e else float(x) for x, e in zip(col, empty, strict=True)]
         records.append(rec)
     return records
 
@@ -101,7 +107,8 @@ def weighted_episode_mean(records: list[dict], key: str) -> float:
     eps = np.array([r["episodes"] for r in records], np.float64)
     if eps.sum() == 0:
         return float("nan")
-    return float((np.array([r[key] for r in records], np.float64) * eps).sum() / eps.sum())
+    values = np.array([r[key] for r in records], np.float64)  # null → NaN, where eps is 0
+    return float(np.where(eps > 0, values, 0.0).sum() / eps.sum())
 
 
 def resume_diffs(cfg, saved: dict) -> list[str]:
