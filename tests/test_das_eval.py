@@ -82,3 +82,20 @@ def test_eval_cli_bad_config_is_one_line(tmp_path, capsys):
     assert main(["eval", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert "cluster.size" in err and "\n" not in err
+
+
+def test_a_cluster_too_small_for_its_jobs_is_refused_or_counted(capsys):
+    """One machine (8 GPUs) cannot hold 17 % of the PAI-like jobs: refused, naming the fields; allowed
+    by `workload.max_dropped_frac`, the pruned jobs are counted aloud. The paper's clusters drop none."""
+    from jaxsched.systems.das.config import build_das
+
+    d = {"cluster": {"n_machines": 1}, "workload": {"n_jobs": 2000}, "env": {"episode_jobs": 100}}
+    refused = r"343 of 2,000 jobs \(17.2%\) .*cluster.n_machines = 1.*workload.max_dropped_frac"
+    with pytest.raises(ValueError, match=refused):
+        build_das(das_config_from_dict(d))
+    d["workload"]["max_dropped_frac"] = 0.2
+    env, train, test, _ = build_das(das_config_from_dict(d))
+    assert "343 of 2,000 jobs (17.2%)" in capsys.readouterr().out
+    assert train.bank.num_jobs + test.bank.num_jobs == 2000 - 343
+    build_das(das_config_from_dict({**d, "cluster": {"size": "small"}}))
+    assert capsys.readouterr().out == ""  # nothing dropped, nothing said

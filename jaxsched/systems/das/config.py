@@ -95,8 +95,13 @@ class WorkloadSection:
     job_csv: str | None = None  # pai
     task_csv: str | None = None
     group_tag_csv: str | None = None
+    # Jobs that do not fit the empty cluster are pruned, as the paper does (§5.1.2), and counted; more
+    # than this fraction of them is an error naming the cluster (a cluster too small for its workload).
+    max_dropped_frac: float = 0.01
 
     def __post_init__(self):
+        if not 0.0 <= self.max_dropped_frac <= 1.0:
+            raise ValueError(f"workload.max_dropped_frac must be in [0, 1], got {self.max_dropped_frac}")
         if self.source not in SOURCES:
             raise ValueError(f"workload.source must be one of {', '.join(SOURCES)}, got {self.source!r}")
         if self.source == "pai" and (self.job_csv is None or self.task_csv is None):
@@ -194,6 +199,24 @@ def load_das_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (
     return load_config(path, {KIND: DASConfig}, overrides)
 
 
+def _check_dropped(dropped: int, total: int, cfg: DASConfig) -> None:
+    """Say how many jobs the cluster cannot hold; refuse more than `workload.max_dropped_frac` of them."""
+    if not dropped:
+        return
+    c = cfg.cluster
+    frac = dropped / max(total, 1)
+    what = (
+        f"{dropped:,} of {total:,} jobs ({frac:.1%}) need more than the whole cluster "
+        f"(cluster.n_machines = {c.machines} machines of 8 V100s; cluster.size {c.size!r})"
+    )
+    if frac > cfg.workload.max_dropped_frac:
+        raise ValueError(
+            f"{what}: more than workload.max_dropped_frac ({cfg.workload.max_dropped_frac:g}) would be "
+            "dropped; choose a larger cluster or raise workload.max_dropped_frac"
+        )
+    print(f"{cfg.name}: {what}; pruned, as the paper does (§5.1.2)")
+
+
 # ---- building the run ---------------------------------------------------------------------------------
 def build_das(cfg: DASConfig):
     """`(env, train_params, test_params, test_starts)` for `cfg` (module docstring)."""
@@ -225,10 +248,14 @@ def build_das(cfg: DASConfig):
             else PAILikeConfig(mean_interarrival_s=w.mean_interarrival_s)
         )
         bank = generate_pai_like(jax.random.key(w.bank_seed), w.n_jobs, gen_cfg)
-        bank, _ = drop_too_large(bank, caps["gpu"], caps["cpu"], caps["mem"])
+        total = bank.num_jobs
+        bank, dropped = drop_too_large(bank, caps["gpu"], caps["cpu"], caps["mem"])
     else:
-        bank, _ = load_pai(w.job_csv, w.task_csv, w.group_tag_csv, n_machines=m)
+        bank, report = load_pai(w.job_csv, w.task_csv, w.group_tag_csv, n_machines=m)
+        dropped = report["dropped"]["too_large"]
+        total = bank.num_jobs + dropped
         bank = bank.slice(0, min(w.n_jobs, bank.num_jobs))
+    _check_dropped(dropped, total, cfg)
     train, test = train_test_split(bank, w.train_frac)
     for part, label in ((train, "training"), (test, "test")):
         if part.num_jobs < e.episode_jobs:
