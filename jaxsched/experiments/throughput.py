@@ -14,8 +14,7 @@ import time
 import jax
 import jax.numpy as jnp
 
-from jaxsched.envs.hpc import HPCConfig, HPCEnv
-from jaxsched.workloads.lublin import LublinConfig, generate_bank
+from jaxsched.envs.registry import gpu_cloud_setup, hpc_setup
 
 
 def default_hpc_setup(
@@ -26,14 +25,9 @@ def default_hpc_setup(
     n_episodes: int = 16,
     seed: int = 0,
 ):
-    """The DBF env (9 + 1 split window) over a generated Lublin bank: what the benchmark runs."""
-    env = HPCEnv(HPCConfig(n_cores=n_cores, window_head=head, window_tail=tail))
-    jobs_per_episode = 2 * episode_jobs
-    bank, starts, ends = generate_bank(
-        jax.random.key(seed), LublinConfig(n_nodes=n_cores, whole_sample=True), n_episodes, jobs_per_episode
-    )
-    params = env.make_params(bank, starts=starts, ends=ends, episode_jobs=episode_jobs)
-    return env, params
+    """The DBF env (9 + 1 split window) over a generated Lublin bank: what the benchmark runs
+    (`envs.registry.hpc_setup`, i.e. `jaxsched.make("dbf")`)."""
+    return hpc_setup(n_cores, head + tail, tail, episode_jobs=episode_jobs, episodes=n_episodes, seed=seed)
 
 
 def default_gpu_cloud_setup(
@@ -44,16 +38,9 @@ def default_gpu_cloud_setup(
     max_forward_events=None,
 ):
     """The DAS env (paper defaults: 16 visible jobs, 64-job pending list) on a cluster of `size` over a
-    generated PAI-like bank: what the GPU-cloud benchmark runs."""
-    from jaxsched.envs.gpu_cloud import GPUCloudConfig, GPUCloudEnv, heterogeneous_perf
-    from jaxsched.systems.das.config import CLUSTER_SIZES
-    from jaxsched.workloads.ddl import generate_pai_like
-
-    m = CLUSTER_SIZES[size]
-    env = GPUCloudEnv(GPUCloudConfig(n_machines=m, max_forward_events=max_forward_events))
-    bank = generate_pai_like(jax.random.key(seed), n_jobs)
-    perf = heterogeneous_perf(jax.random.key(seed), m)
-    return env, env.make_params(bank, episode_jobs=episode_jobs, perf=perf)
+    generated PAI-like bank: what the GPU-cloud benchmark runs (`jaxsched.make(f"das-{size}")`)."""
+    return gpu_cloud_setup(size, n_jobs=n_jobs, episode_jobs=episode_jobs, seed=seed,
+                           max_forward_events=max_forward_events)  # fmt: skip
 
 
 def random_valid_action(key, obs):

@@ -35,11 +35,11 @@ from typing import ClassVar
 
 from jaxsched.agents.das import PRESETS, DASAgentConfig
 from jaxsched.agents.mappo import MAPPOConfig
+from jaxsched.envs.registry import CLUSTER_SIZES  # paper §5.1.3: 8 GPUs per machine
 from jaxsched.experiments.config import ExperimentConfig, config_from_dict, load_config
 from jaxsched.policies.gpu_cloud import HEURISTICS, LABELS
 
 KIND = "das"
-CLUSTER_SIZES = {"small": 8, "medium": 16, "large": 32}  # paper §5.1.3: 8 GPUs per machine
 SOURCES = ("pai_like", "pai")
 SELECT = ("last", "validation")
 

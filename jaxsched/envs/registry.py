@@ -1,0 +1,147 @@
+"""The library's front door: named environments with their papers' defaults, built without downloads.
+
+    env, params = jaxsched.make("das-small")                  # the DAS paper's Small cluster
+    env, params = jaxsched.make("dbf", n_cores=128, seed=1)   # overrides: the spec's keyword arguments
+    jaxsched.registered()                                     # {name: EnvSpec(paper, description, defaults)}
+
+Each name builds its env (static shapes) and params (a device-resident workload bank generated from a
+seed: the Lublin model for the HPC env, the PAI-like generator for the GPU cloud) — the same workload
+models as `jaxsched demo` and `configs/`. Params `vmap`; the env's `step` is pure and jittable.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import jax
+import numpy as np
+
+# Machines per cluster size in the DAS paper (§5.1.3: Small / Medium / Large; 8 V100 GPUs per machine).
+CLUSTER_SIZES = {"small": 8, "medium": 16, "large": 32}
+
+
+def hpc_setup(
+    n_cores: int = 256,
+    window: int = 10,
+    tail: int = 1,
+    queue_capacity: int = 256,
+    episode_jobs: int = 1000,
+    episodes: int = 16,
+    load_scale: float = 1.0,
+    seed: int = 0,
+):
+    """The Deep Back-Filling HPC env (a `window`-slot split window, `tail` slots from the queue's tail)
+    over `episodes` generated Lublin–Feitelson episodes of `2 × episode_jobs` jobs each."""
+    from jaxsched.envs.hpc import HPCConfig, HPCEnv
+    from jaxsched.workloads.lublin import LublinConfig, generate_bank
+
+    env = HPCEnv(
+        HPCConfig(n_cores, window_head=window - tail, window_tail=tail, queue_capacity=queue_capacity)
+    )
+    lublin = LublinConfig(n_nodes=n_cores, whole_sample=True, load_scale=float(load_scale))
+    bank, starts, ends = generate_bank(jax.random.key(seed), lublin, episodes, 2 * episode_jobs)
+    return env, env.make_params(bank, starts=starts, ends=ends, episode_jobs=episode_jobs)
+
+
+def gpu_cloud_setup(
+    size: str = "small",
+    n_machines: int | None = None,
+    n_slots: int = 16,
+    queue_capacity: int = 64,
+    max_forward_events: int | None = None,
+    n_jobs: int = 20_000,
+    episode_jobs: int = 1000,
+    load_scale: float = 1.0,
+    reward: str = "eq3",
+    seed: int = 0,
+):
+    """The DAS GPU cloud: `size` (or `n_machines`) V100 machines of calibrated heterogeneity, `n_slots`
+    visible jobs, over `n_jobs` generated PAI-like jobs (those that fit the cluster; an error naming
+    `n_machines` if more than 1 % do not)."""
+    from jaxsched.envs.gpu_cloud import GPUCloudConfig, GPUCloudEnv, heterogeneous_perf
+    from jaxsched.workloads.ddl import V100_MACHINE, drop_too_large, generate_pai_like
+
+    if size not in CLUSTER_SIZES:
+        raise ValueError(f"size must be one of {', '.join(CLUSTER_SIZES)}, got {size!r}")
+    m = CLUSTER_SIZES[size] if n_machines is None else n_machines
+    env = GPUCloudEnv(GPUCloudConfig(m, n_slots, queue_capacity, max_forward_events=max_forward_events))
+    bank = generate_pai_like(jax.random.key(seed), n_jobs)
+    caps = [np.full(m, V100_MACHINE[k], np.int32) for k in ("gpu", "cpu", "mem")]
+    bank, dropped = drop_too_large(bank, *caps)
+    if dropped > 0.01 * n_jobs:
+        raise ValueError(f"n_machines={m}: {dropped:,} of {n_jobs:,} jobs need more than the whole cluster")
+    perf = heterogeneous_perf(jax.random.key(seed), m)
+    params = env.make_params(bank, episode_jobs=episode_jobs, perf=perf, load_scale=load_scale, reward=reward)
+    return env, params
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """A registered environment: `build(**overrides) -> (env, params)`."""
+
+    name: str
+    paper: str
+    description: str
+    build: Callable = field(repr=False)
+    preset: dict = field(default_factory=dict)  # this name's values of `build`'s arguments
+
+    @property
+    def defaults(self) -> dict:
+        """The overridable keyword arguments and their defaults (`size` is the name's own)."""
+        sig = inspect.signature(self.build)
+        d = {k: p.default for k, p in sig.parameters.items()} | self.preset
+        d.pop("size", None)
+        return d
+
+
+DBF = "Deep Back-Filling (HPCC'22)"
+DAS = "DAS (KDD'23)"
+_SPECS = [
+    EnvSpec("dbf", DBF, "HPC: 256 cores, 9 + 1 split window, 1,000-job Lublin episodes", hpc_setup),
+    EnvSpec(
+        "dbf-quick",
+        DBF,
+        "the CI size: 64 cores, 9 + 1 window, 128-job episodes",
+        hpc_setup,
+        {"n_cores": 64, "episode_jobs": 128, "queue_capacity": 128, "episodes": 8},
+    ),  # fmt: skip
+    *(
+        EnvSpec(
+            f"das-{s}",
+            DAS,
+            f"GPU cloud: {s} cluster ({m} × 8 V100), 1,000-job PAI-like episodes",
+            gpu_cloud_setup,
+            {"size": s},
+        )  # fmt: skip
+        for s, m in CLUSTER_SIZES.items()
+    ),
+    EnvSpec(
+        "das-quick",
+        DAS,
+        "the CI size: small cluster, 2,000 PAI-like jobs, 200-job episodes",
+        gpu_cloud_setup,
+        {"size": "small", "n_jobs": 2000, "episode_jobs": 200},
+    ),  # fmt: skip
+]
+SPECS = {s.name: s for s in _SPECS}
+
+
+def registered() -> dict[str, EnvSpec]:
+    """Every registered environment by name."""
+    return dict(SPECS)
+
+
+def make(name: str, **overrides):
+    """`(env, params)` of the registered environment `name`, with keyword `overrides` of its defaults
+    (`registered()[name].defaults`); an unknown name or key is a `ValueError` naming the valid ones."""
+    if name not in SPECS:
+        raise ValueError(f"unknown environment {name!r}; registered: {', '.join(SPECS)}")
+    spec = SPECS[name]
+    unknown = sorted(set(overrides) - set(spec.defaults))
+    if unknown:
+        raise ValueError(
+            f"{name}: unknown override(s) {', '.join(unknown)}; valid: {', '.join(spec.defaults)}"
+        )
+    return spec.build(**{**spec.preset, **overrides})

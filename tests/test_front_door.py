@@ -1,0 +1,88 @@
+"""The library's front door: `jaxsched.make` / `registered()` and `policies.make_heuristic`, used as a
+new user would (README "Using it"): a heuristic in either env under `vmap` and `lax.scan`."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+import jaxsched
+from jaxsched.envs import GPUCloudEnv, HPCEnv
+from jaxsched.experiments.evaluate import evaluate_policies
+from jaxsched.policies import heuristic_names, make_heuristic
+
+
+def test_registered_names_their_paper_and_defaults():
+    specs = jaxsched.registered()
+    assert {"dbf", "dbf-quick", "das-small", "das-medium", "das-large", "das-quick"} <= set(specs)
+    assert specs["dbf"].defaults["n_cores"] == 256 and specs["dbf-quick"].defaults["n_cores"] == 64
+    assert specs["das-quick"].defaults["n_jobs"] == 2000 and "size" not in specs["das-small"].defaults
+    assert "Back-Filling" in specs["dbf"].paper and "DAS" in specs["das-large"].paper
+    with pytest.raises(ValueError, match="unknown environment 'sced2'; registered: dbf, "):
+        jaxsched.make("sced2")
+    with pytest.raises(ValueError, match="dbf: unknown override.s. cores; valid: n_cores, "):
+        jaxsched.make("dbf", cores=8)
+    with pytest.raises(ValueError, match=r"n_machines=1: .* jobs need more than the whole cluster"):
+        jaxsched.make("das-quick", n_machines=1)
+
+
+def _rollout(env, params, policy, n_envs: int, steps: int):
+    """The README's loop: `vmap` over environments, `lax.scan` over steps; returns rewards `[T, B]`."""
+
+    def run(key):
+        obs, state = jax.vmap(env.reset, (0, None))(jax.random.split(key, n_envs), params)
+
+        def step(carry, k):
+            obs, state = carry
+            ka, ks = jax.random.split(k)
+            action = jax.vmap(policy, (None, 0, 0))(None, obs, jax.random.split(ka, n_envs))
+            obs, state, reward, *_ = jax.vmap(env.step, (0, 0, 0, None))(
+                jax.random.split(ks, n_envs), state, action, params
+            )
+            return (obs, state), reward
+
+        return jax.lax.scan(step, (obs, state), jax.random.split(key, steps))[1]
+
+    return jax.jit(run)(jax.random.key(0))
+
+
+@pytest.mark.parametrize("name,heuristic", [("dbf-quick", "sjf_easy"), ("das-quick", "tetris")])
+def test_a_heuristic_runs_in_either_env_under_vmap_and_scan(name, heuristic):
+    env, params = jaxsched.make(name, seed=1)
+    assert isinstance(env, HPCEnv if name.startswith("dbf") else GPUCloudEnv)
+    assert heuristic in heuristic_names(env) and "random" in heuristic_names(env)
+    rewards = _rollout(env, params, make_heuristic(env, heuristic), n_envs=4, steps=64)
+    assert rewards.shape == (64, 4) and np.isfinite(np.asarray(rewards)).all()
+
+
+def test_make_heuristic_is_the_systems_own_factory():
+    """The HPC `_easy` suffix and `backfill=True` are one policy: the same schedule, episode for episode;
+    a wrong name or option is an error naming it."""
+    env, params = jaxsched.make("dbf-quick")
+    keys = jax.random.split(jax.random.key(3), 2)
+    policies = {"suffix": make_heuristic(env, "fcfs_easy"), "option": make_heuristic(env, "fcfs", backfill=True),
+                "plain": make_heuristic(env, "fcfs")}  # fmt: skip
+    out = evaluate_policies(env, params, policies, keys)
+    np.testing.assert_array_equal(out["suffix"]["avg_wait"], out["option"]["avg_wait"])
+    assert not np.array_equal(out["suffix"]["avg_wait"], out["plain"]["avg_wait"])
+    with pytest.raises(ValueError, match="unknown heuristic 'tetris' for HPCEnv; choose from fcfs, "):
+        make_heuristic(env, "tetris")
+    with pytest.raises(ValueError, match="heuristic 'fcfs' takes no option.s. window"):
+        make_heuristic(env, "fcfs", window=3)
+
+
+@pytest.mark.parametrize("name,heuristic", [("dbf-quick", "fcfs_easy"), ("das-quick", "tetris")])
+def test_the_readme_example_runs_as_written(name, heuristic):
+    """README "Using it": the code block, run as it stands but for the env name and the sizes."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    code = readme.split("## Using it", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    for old, new in [('jaxsched.make("dbf")', f'jaxsched.make("{name}")'), ('"fcfs_easy"', f'"{heuristic}"'),
+                     ("n_envs, n_steps = 64, 1000", "n_envs, n_steps = 4, 50")]:  # fmt: skip
+        assert old in code, old
+        code = code.replace(old, new)
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    assert scope["rewards"].shape == (50, 4) and np.isfinite(np.asarray(scope["rewards"])).all()
