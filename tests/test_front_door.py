@@ -61,8 +61,11 @@ def test_make_heuristic_is_the_systems_own_factory():
     a wrong name or option is an error naming it."""
     env, params = jaxsched.make("dbf-quick")
     keys = jax.random.split(jax.random.key(3), 2)
-    policies = {"suffix": make_heuristic(env, "fcfs_easy"), "option": make_heuristic(env, "fcfs", backfill=True),
-                "plain": make_heuristic(env, "fcfs")}  # fmt: skip
+    policies = {
+        "suffix": make_heuristic(env, "fcfs_easy"),
+        "option": make_heuristic(env, "fcfs", backfill=True),
+        "plain": make_heuristic(env, "fcfs"),
+    }
     out = evaluate_policies(env, params, policies, keys)
     np.testing.assert_array_equal(out["suffix"]["avg_wait"], out["option"]["avg_wait"])
     assert not np.array_equal(out["suffix"]["avg_wait"], out["plain"]["avg_wait"])
