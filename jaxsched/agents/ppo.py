@@ -12,10 +12,17 @@ bootstraps from the pre-reset observation's value on truncation and not on termi
 `update_epochs` passes over `num_minibatches` shuffled minibatches. `jax.vmap` over `init`/`train_chunk`
 runs several seeds, and several `PPOHParams` (learning rate, clip, entropy, ...) in one program.
 
+The network is injected: `PPO(config, env, env_params, network=net)` with any object that has
+`init(key, obs) -> params` (one observation), `apply(params, obs) -> (logits [B, A], value [B])` and
+`value(params, obs) -> [B]` (a batch: the observation pytree with a leading axis), e.g. a graph network
+or a Transformer over the env's own observation type. The default (`network=None`) is
+`nn.mlp.VecActorCritic`, an MLP actor-critic of `config.hidden` on the flat features `obs.vec`.
+
 The policy is a masked categorical (distrax) over the env's actions: with `mask_invalid` the logits of
 invalid actions are set to a large negative number (finite, so entropies stay NaN-free); without it the
-agent may pick invalid actions and the env applies its own rule. Observations are normalised by running
-statistics frozen during each rollout and updated after it, so the stored batch is consistent.
+agent may pick invalid actions and the env applies its own rule. With `normalize_obs`, `obs.vec` is
+normalised by running statistics frozen during each rollout and updated after it, so the stored batch is
+consistent; the network sees the normalised observation.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import optax
 from flax import struct
 
 from jaxsched.core.wrappers import LogWrapper, episode_mean
-from jaxsched.nn.mlp import ACTIVATION_NAMES, ActorCritic
+from jaxsched.nn.mlp import ACTIVATION_NAMES, VecActorCritic
 
 MASKED_LOGIT = -1e9
 
@@ -176,7 +183,7 @@ class RunnerState:
 
 @struct.dataclass
 class Transition:
-    x: jnp.ndarray  # f32[B, D] normalised observation
+    obs: Any  # the observation pytree the network saw (`vec` normalised), [B, ...]
     mask: jnp.ndarray  # bool[B, A]
     action: jnp.ndarray  # i32[B]
     log_prob: jnp.ndarray  # f32[B]
@@ -229,13 +236,23 @@ def sgd_epochs(loss, opt, params, opt_state, batch, key, epochs: int, num_miniba
 class PPO:
     """PPO over one environment family; see the module docstring."""
 
-    def __init__(self, config: PPOConfig, env, env_params):
+    def __init__(self, config: PPOConfig, env, env_params, network=None):
         self.config = config
         self.env = LogWrapper(env)
         self.env_params = env_params
         self.n_actions = env.action_space(env_params).n
-        self.obs_dim = env.observation_space(env_params).shape[0]
-        self.network = ActorCritic(self.n_actions, config.hidden, config.activation, config.shared_network)
+        if network is None:
+            network = VecActorCritic(self.n_actions, config.hidden, config.activation, config.shared_network)
+        self.network = network
+        space = env.observation_space(env_params)
+        flat = hasattr(space, "shape") and len(space.shape) == 1
+        # The length of `obs.vec`, which the running statistics cover (1, a placeholder, without one).
+        self.obs_dim = space.shape[0] if flat else 1
+        if config.normalize_obs and not flat:
+            raise ValueError(
+                "ppo.normalize_obs needs a flat observation vector `obs.vec`; this env's observation is "
+                "structured: set ppo.normalize_obs to false (the network normalises its own inputs)"
+            )
 
     # ---- pieces ----------------------------------------------------------------------------------
     def optimizer(self, hp: PPOHParams) -> optax.GradientTransformation:
@@ -253,8 +270,9 @@ class PPO:
             optax.scale_by_learning_rate(lr),
         )
 
-    def _x(self, stats: ObsStats, vec: jnp.ndarray) -> jnp.ndarray:
-        return stats.normalize(vec) if self.config.normalize_obs else vec
+    def _obs(self, stats: ObsStats, obs):
+        """The observation the network sees: `obs.vec` normalised by `stats` (with `normalize_obs`)."""
+        return obs.replace(vec=stats.normalize(obs.vec)) if self.config.normalize_obs else obs
 
     def _dist(self, logits, mask) -> distrax.Categorical:
         if self.config.mask_invalid:
@@ -265,10 +283,10 @@ class PPO:
     def init(self, key: jax.Array, hp: PPOHParams | None = None) -> RunnerState:
         hp = self.config.hparams() if hp is None else hp
         k_net, k_env, k_run = jax.random.split(key, 3)
-        params = self.network.init(k_net, jnp.zeros((self.obs_dim,), jnp.float32))
-        opt_state = self.optimizer(hp).init(params)
         reset = jax.vmap(self.env.reset, in_axes=(0, None))
         obs, env_state = reset(jax.random.split(k_env, self.config.num_envs), self.env_params)
+        params = self.network.init(k_net, jax.tree.map(lambda a: a[0], obs))
+        opt_state = self.optimizer(hp).init(params)
         return RunnerState(
             params=params,
             opt_state=opt_state,
@@ -287,8 +305,8 @@ class PPO:
         def body(carry, k):
             env_state, obs = carry
             k_act, k_step = jax.random.split(k)
-            x = self._x(stats, obs.vec)
-            logits, value = self.network.apply(runner.params, x)
+            seen = self._obs(stats, obs)
+            logits, value = self.network.apply(runner.params, seen)
             pi = self._dist(logits, obs.mask)
             action = pi.sample(seed=k_act)
             log_prob = pi.log_prob(action)
@@ -296,11 +314,10 @@ class PPO:
             obs2, env_state2, reward, terminated, truncated, info = step(
                 keys, env_state, action, self.env_params
             )
-            x_final = self._x(stats, info["final_observation"].vec)
-            v_final = self.network.apply(runner.params, x_final, method=ActorCritic.value)
+            v_final = self.network.value(runner.params, self._obs(stats, info["final_observation"]))
             done = terminated | truncated
             tr = Transition(
-                x=x,
+                obs=seen,
                 mask=obs.mask,
                 action=action,
                 log_prob=log_prob,
@@ -315,8 +332,9 @@ class PPO:
                 "episode_return": info["returned_episode_returns"],
                 "episode_length": info["returned_episode_lengths"],
                 "episode_metrics": info["returned_episode_metrics"],
-                "raw_vec": obs.vec,
             }
+            if self.config.normalize_obs:
+                log["raw_vec"] = obs.vec
             return (env_state2, obs2), (tr, log)
 
         (env_state, obs), (traj, log) = jax.lax.scan(
@@ -325,7 +343,7 @@ class PPO:
         return runner.replace(env_state=env_state, obs=obs), traj, log
 
     def loss(self, params, hp: PPOHParams, batch: Transition, adv, targets):
-        logits, value = self.network.apply(params, batch.x)
+        logits, value = self.network.apply(params, batch.obs)
         pi = self._dist(logits, batch.mask)
         log_prob = pi.log_prob(batch.action)
         ratio = jnp.exp(log_prob - batch.log_prob)
@@ -388,17 +406,17 @@ class PPO:
 
         def act(policy_params, obs, key):
             params, stats = policy_params
-            logits, _ = self.network.apply(params, self._x(stats, obs.vec))
+            logits, _ = self.network.apply(params, self._obs(stats, obs))
             pi = self._dist(logits, obs.mask)
             return (pi.mode() if greedy else pi.sample(seed=key)).astype(jnp.int32)
 
         return act
 
 
-def make_train(config: PPOConfig, env, env_params):
+def make_train(config: PPOConfig, env, env_params, network=None):
     """`train(key, hparams=None) -> (runner, metrics)`: every update in one jitted program (metrics
-    `[total_updates]`). `jax.vmap(train)(keys)` trains several seeds at once."""
-    ppo = PPO(config, env, env_params)
+    `[total_updates]`). `jax.vmap(train)(keys)` trains several seeds at once. `network`: see `PPO`."""
+    ppo = PPO(config, env, env_params, network)
 
     def train(key: jax.Array, hp: PPOHParams | None = None):
         hp = config.hparams() if hp is None else hp

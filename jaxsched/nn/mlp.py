@@ -66,3 +66,23 @@ class ActorCritic(nn.Module):
         if self.shared:
             return jnp.squeeze(self.critic_head(activation(self.act)(self.trunk(x))), -1)
         return jnp.squeeze(self.critic(x), -1)
+
+
+class VecActorCritic:
+    """The default PPO network: `ActorCritic` on the observation's flat feature vector `obs.vec`.
+
+    It has the interface PPO takes by injection (`agents.ppo.PPO(..., network=)`): `init(key, obs)` with
+    one observation, `apply(params, obs) -> (logits [B, A], value [B])` and `value(params, obs) -> [B]`
+    on a batch (a pytree with a leading axis)."""
+
+    def __init__(self, n_actions: int, hidden: Sequence[int] = (64, 64), act: str = "tanh", shared=False):
+        self.module = ActorCritic(n_actions, tuple(hidden), act, shared)
+
+    def init(self, key, obs):
+        return self.module.init(key, jnp.zeros_like(obs.vec, jnp.float32))
+
+    def apply(self, params, obs):
+        return self.module.apply(params, obs.vec)
+
+    def value(self, params, obs):
+        return self.module.apply(params, obs.vec, method=ActorCritic.value)
