@@ -1,0 +1,171 @@
+"""The environment contract (DESIGN.md), one suite for every env: a new env adds a `Case` to `CASES` and
+passes these, besides its own differential tests against a plain-Python reference simulator.
+
+Checked per env, on auto-reset rollouts of its `random` heuristic (`policies.make_heuristic`):
+- `reset` and `step` compile once for different params of the same shapes (`chex.assert_max_traces`);
+- a `vmap`ped rollout equals the same rollouts one env at a time, and the same keys give the same bits;
+- observations and actions lie in the env's spaces, and every float the env returns is finite;
+- auto-reset: at a step that ends an episode, the returned observation and state are exactly
+  `env.reset(split(key)[1], params)`'s, and `info["final_observation"]` is not that fresh observation;
+- a bad static config is a `ValueError` naming the field.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsched
+from jaxsched.envs import GPUCloudConfig, HPCConfig
+from jaxsched.policies import make_heuristic
+
+N_ENVS, N_STEPS = 3, 60
+
+
+@dataclass(frozen=True)
+class Case:
+    make: Callable[[int], tuple[Any, Any]]  # seed -> (env, params) of the same shapes for every seed
+    vec: Callable[[Any], Any]  # the observation's array that `observation_space` describes
+    bad_config: Callable[[], Any]  # builds an invalid static config
+    bad_field: str  # the field its error must name
+
+
+CASES = {
+    "hpc": Case(
+        lambda seed: jaxsched.make("dbf-quick", n_cores=16, episode_jobs=6, episodes=3, queue_capacity=32,
+                                   seed=seed),  # fmt: skip
+        lambda obs: obs.vec,
+        lambda: HPCConfig(n_cores=0),
+        "n_cores",
+    ),
+    "gpu_cloud": Case(
+        lambda seed: jaxsched.make("das-quick", n_jobs=400, episode_jobs=12, max_forward_events=2, seed=seed),
+        lambda obs: obs.global_state,
+        lambda: GPUCloudConfig(n_machines=0),
+        "n_machines",
+    ),
+}
+
+
+@functools.cache
+def programs(name: str):
+    """`(env, params, batched, single)` for a case: auto-reset rollouts of the random heuristic
+    (`batched(keys [B], params)`, `single(key, params)`), each returning per step the key, action and
+    `env.step`'s outputs."""
+    env, params = CASES[name].make(0)
+    policy = make_heuristic(env, "random")
+
+    def single(key, params):
+        key, k0 = jax.random.split(key)
+        obs, state = env.reset(k0, params)
+
+        def body(carry, k):
+            obs, state = carry
+            ka, ks = jax.random.split(k)
+            action = policy(None, obs, ka)
+            obs2, state2, reward, term, trunc, info = env.step(ks, state, action, params)
+            out = {"key": jax.random.key_data(ks), "action": action, "obs": obs2, "state": state2,
+                   "reward": reward, "terminated": term, "truncated": trunc,
+                   "final_observation": info["final_observation"], "done": info["done"]}  # fmt: skip
+            return (obs2, state2), out
+
+        return jax.lax.scan(body, (obs, state), jax.random.split(key, N_STEPS))[1]
+
+    return env, params, jax.jit(jax.vmap(single, (0, None))), jax.jit(single)
+
+
+def _at(tree, *idx):
+    return jax.tree.map(lambda a: a[idx], tree)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_reset_and_step_compile_once(name):
+    env, params = CASES[name].make(0)
+    policy = make_heuristic(env, "random")
+    chex.clear_trace_counter()  # chex counts traces by function name, across envs
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def reset(key, params):
+        return env.reset(key, params)
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def step(key, state, action, params):
+        return env.step(key, state, action, params)
+
+    for seed in (0, 1):  # other params of the same shapes reuse the programs
+        p = params if seed == 0 else CASES[name].make(1)[1]
+        key = jax.random.key(seed)
+        for _ in range(2):
+            key, k0, k1 = jax.random.split(key, 3)
+            obs, state = reset(k0, p)
+            for _ in range(3):
+                k1, ka, ks = jax.random.split(k1, 3)
+                obs, state, *_ = step(ks, state, policy(None, obs, ka), p)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_vmap_equals_a_loop_and_keys_fix_the_bits(name):
+    _, params, batched, single = programs(name)
+    keys = jax.random.split(jax.random.key(7), N_ENVS)
+    got = jax.device_get(batched(keys, params))
+    loop = jax.tree.map(lambda *x: np.stack(x), *[jax.device_get(single(k, params)) for k in keys])
+    chex.assert_trees_all_close(got, loop, rtol=1e-6, atol=1e-5)
+    chex.assert_trees_all_equal(got, jax.device_get(batched(keys, params)))
+    other = jax.device_get(batched(jax.random.split(jax.random.key(8), N_ENVS), params))
+    pairs = zip(jax.tree.leaves(got["action"]), jax.tree.leaves(other["action"]), strict=True)
+    assert not all(np.array_equal(a, b) for a, b in pairs)
+    assert got["done"].sum() >= N_ENVS  # episodes ended and auto-reset inside the batch
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_spaces_hold_and_everything_is_finite(name):
+    env, params, batched, _ = programs(name)
+    out = batched(jax.random.split(jax.random.key(9), N_ENVS), params)
+    obs_space, act_space = env.observation_space(params), env.action_space(params)
+    vec = CASES[name].vec(out["obs"])  # [B, T, ...]
+    flat = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), (vec, out["action"]))
+    inside = jax.vmap(lambda v, a: (obs_space.contains(v), _contains(act_space, a)))(*flat)
+    assert np.asarray(inside[0]).all() and np.asarray(inside[1]).all()
+    for leaf in jax.tree.leaves((out["obs"], out["reward"], out["state"], out["final_observation"])):
+        leaf = np.asarray(leaf)
+        if np.issubdtype(leaf.dtype, np.floating):
+            assert np.isfinite(leaf).all()
+
+
+def _contains(space, action):
+    """`space.contains(action)` for a space or a pytree of spaces (the GPU cloud's action)."""
+    if hasattr(space, "contains"):
+        return space.contains(action)
+    parts = jax.tree.map(lambda s, a: s.contains(a), space, action, is_leaf=lambda s: hasattr(s, "contains"))
+    return jnp.all(jnp.stack(jax.tree.leaves(parts)))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_auto_reset_returns_exactly_a_fresh_reset(name):
+    env, params, batched, _ = programs(name)
+    out = jax.device_get(batched(jax.random.split(jax.random.key(11), N_ENVS), params))
+    ends = np.argwhere(np.asarray(out["done"]))
+    assert len(ends) >= N_ENVS
+    for b, t in ends[:4]:
+        key_reset = jax.random.split(jax.random.wrap_key_data(out["key"][b, t]))[1]
+        fresh_obs, fresh_state = env.reset(key_reset, params)
+        chex.assert_trees_all_equal(_at(out["obs"], b, t), jax.device_get(fresh_obs))
+        chex.assert_trees_all_equal(_at(out["state"], b, t), jax.device_get(fresh_state))
+        final = CASES[name].vec(_at(out["final_observation"], b, t))
+        assert not np.array_equal(final, CASES[name].vec(jax.device_get(fresh_obs)))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_bad_static_config_names_the_field(name):
+    with pytest.raises(ValueError, match=CASES[name].bad_field):
+        CASES[name].bad_config()
