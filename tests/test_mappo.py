@@ -174,9 +174,8 @@ def test_rwgp_warm_start_learns_the_best_heuristic():
     the fast machine); FIFO-FirstFit, the constant action, 559. Asserted: every seed within 10 % of its
     teacher and at least 20 % below the constant action; the untrained seeds' mean above the best heuristic.
 
-    Not yet reached: MAPPO from this start (or from scratch) does not improve on Tetris at this budget
-    (from scratch 317 / 509 / 565; after the warm start 443 / 421 / 438), so the RWGP agent's test is the
-    imitation of the best heuristic, not beating it."""
+    The RWGP agent's learning test (trained by MAPPO, beating every heuristic) is
+    `test_das_rwgp_learning.py`; this one is the test of the imitation warm start."""
     from jaxsched.agents.imitation import pretrain
 
     env, train_params, test_params, keys, jct = _learning_setup()

@@ -1,5 +1,5 @@
-"""PPO: GAE by hand, masking, observation statistics, network wiring, vmap over seeds, and a tiny run
-that must beat the random valid policy on held-out episodes."""
+"""PPO: GAE by hand, masking, observation statistics, network wiring and injection, vmap over seeds, and
+a tiny run that must beat every simple rule of its problem on held-out episodes."""
 
 import chex
 import distrax
@@ -22,6 +22,8 @@ from jaxsched.envs.hpc import HPCConfig, HPCEnv
 from jaxsched.experiments.evaluate import evaluate_policies, run_episode
 from jaxsched.nn.mlp import ActorCritic
 from jaxsched.policies.hpc import heuristic_policies, random_valid_policy
+from jaxsched.policies.scores import SCORES
+from jaxsched.workloads.base import make_workload
 from jaxsched.workloads.lublin import LublinConfig, generate_bank
 
 
@@ -147,21 +149,58 @@ def test_vmap_over_seeds_equals_separate_runs(problem):
         np.testing.assert_allclose(m["episode_return"][i], m1["episode_return"], rtol=1e-5)
 
 
-@pytest.mark.slow
-def test_tiny_ppo_beats_the_fcfs_and_sjf_baselines_over_three_seeds(problem):
-    """PPO, 400 updates of 16 envs × 32 decisions, 3 seeds under vmap (~15 s on 2 CPU cores), greedy on
-    64 held-out episodes. Measured returns: trained −23.1 / −22.8 / −23.2; the DBF paper's FCFS and SJF
-    baselines, with and without EASY, at best −25.9 (SJF+EASY); random valid −26.2; always the head slot
-    (a constant action) −40.1. Asserted: every seed at least 5 % above the best of those, and the untrained
-    network and the constant actions below it.
+def _two_class_bank(seed: int, episodes: int, jobs: int = 64):
+    """`episodes` windows of `jobs` jobs for the 16-core `ENV`: half are 5-core jobs that run 200 s, half
+    8-core jobs that run 20 s, and every job requests 200 s (the queue's limit), so `req_time` says nothing
+    and only the width tells the classes apart. Poisson arrivals, mean gap 30 s (offered load ~1.9:
+    the queue grows and the order matters); windows are 10⁵ s apart so no episode sees another's jobs.
 
-    Not yet reached: LCFS (−22.5, −22.4 with EASY), the `smallest` score (−23.0) and the rule "last
-    valid slot" (−22.6) are as good as the trained agent on this problem; the bar is the paper's named
-    FCFS/SJF baselines, not the best simple rule of the env."""
-    train_params, test_params = problem
+    The simple rules are wrong here by construction: SJF sees equal requests (= FCFS), `smallest` and UNICEP
+    prefer the long 5-core jobs, which leave a core idle (3 × 5 = 15), and EASY sees no hole a request of
+    200 s fits in. Running the 8-core jobs first packs the machine exactly (2 × 8) and turns it over every
+    20 s; that needs the width → run time relation, which only learning can find."""
+    rng = np.random.default_rng(seed)
+    n = episodes * jobs
+    short = rng.random(n) < 0.5
+    cores = np.where(short, 8, 5)
+    run = np.where(short, 20, 200)
+    gaps = rng.exponential(30.0, n).astype(np.int64)
+    submit = np.cumsum(gaps) + np.repeat(np.arange(episodes), jobs) * 100_000
+    starts = np.arange(episodes) * jobs
+    return make_workload(submit, run, cores, req_time=np.full(n, 200)), starts, starts + jobs
+
+
+@pytest.fixture(scope="module")
+def two_class_problem():
+    bank, s, e = _two_class_bank(0, 256)
+    train_params = ENV.make_params(bank, starts=s, ends=e, episode_jobs=32)
+    tb, ts, te = _two_class_bank(1, 64)  # held out: another generator seed
+    test_params = ENV.make_params(
+        tb, starts=ts, ends=te, episode_jobs=32, runtime_norm=float(train_params.runtime_norm)
+    )
+    return train_params, test_params
+
+
+@pytest.mark.slow
+def test_tiny_ppo_beats_every_heuristic_over_three_seeds(two_class_problem):
+    """PPO, 200 updates of 32 envs × 64 decisions, γ = 0.95, 3 seeds under vmap (40–57 s on 2 CPU cores,
+    evaluation included), greedy on 64 held-out episodes of the two-class problem (`_two_class_bank`).
+    Measured returns: trained −35.9 / −35.9 / −33.8 (8.7 / 8.7 / 14.1 % above the bar); the best simple
+    rule, WFP3 (± EASY: the same here), −39.4; first valid slot −40.1; FCFS = SJF (± EASY) = always slot 0
+    −41.3; UNICEP −42.2; LCFS −45.7; last valid slot −47.1; random −47.7; `smallest` = F1 −47.8; always
+    Fwd −2,600; untrained −2,385 / −45.5 / −42.6. Other seed triples (keys 7, 11) train to 8.9–15.8 %
+    above the bar. Asserted: every seed at least 5 % above the best of all 14 heuristics (7 scores ± EASY),
+    first and last valid slot and random; the untrained network and the constant actions below it.
+
+    γ = 0.95, not 0.99: the reward divides the queue length and the total wait by their running maxima over
+    the episode, and at γ = 0.99 the discounted objective and the episode's return part ways (training
+    returns got worse after ~50 updates; seeds ended 24 % below to 1 % above the bar). On the Lublin
+    problem the agent does not beat LCFS + EASY (−22.4) at γ 0.9–0.99 (−22.8 to −24.1): the rules there
+    leave nothing to learn that they cannot see, so this test uses a problem that has something."""
+    train_params, test_params = two_class_problem
     cfg = PPOConfig(
-        num_envs=16, num_steps=32, total_updates=400, updates_per_chunk=400, hidden=(64, 64), lr=1e-3,
-        anneal_lr=True, num_minibatches=2,
+        num_envs=32, num_steps=64, total_updates=200, updates_per_chunk=200, hidden=(64, 64), lr=1e-3,
+        anneal_lr=True, num_minibatches=4, gamma=0.95,
     )  # fmt: skip
     train = make_train(cfg, ENV, train_params)
     seeds = jax.random.split(jax.random.key(2), 3)
@@ -169,12 +208,17 @@ def test_tiny_ppo_beats_the_fcfs_and_sjf_baselines_over_three_seeds(problem):
     assert np.all(np.isfinite(np.asarray(metrics["actor_loss"])))
     keys = jax.random.split(jax.random.key(3), 64)
     fwd = ENV.fwd_action
-    baselines = heuristic_policies(ENV, names=("fcfs", "sjf"))
+    baselines = heuristic_policies(ENV, names=SCORES)
+    baselines["first valid"] = lambda p, o, k: jnp.argmax(o.mask).astype(jnp.int32)
+    baselines["last valid"] = lambda p, o, k: jnp.where(
+        o.mask[:fwd].any(), fwd - 1 - jnp.argmax(o.mask[:fwd][::-1]), fwd
+    ).astype(jnp.int32)
     baselines["random"] = random_valid_policy(ENV)
     controls = {f"always {a}": (lambda p, o, k, a=a: jnp.int32(a)) for a in (0, fwd)}
     out = evaluate_policies(ENV, test_params, {**baselines, **controls}, keys)
     ret = {k: float(v["return"].mean()) for k, v in out.items()}
-    bar = max(ret[k] for k in baselines)
+    best = max(baselines, key=ret.get)
+    bar = ret[best]
     ppo = PPO(cfg, ENV, train_params)
 
     def returns(runners):
@@ -185,7 +229,7 @@ def test_tiny_ppo_beats_the_fcfs_and_sjf_baselines_over_three_seeds(problem):
 
     trained = returns(runner)
     untrained = returns(jax.vmap(ppo.init)(seeds))
-    summary = (ret, trained, untrained)
+    summary = (best, bar, ret, trained, untrained)
     assert (trained > bar + 0.05 * abs(bar)).all(), summary
     assert (untrained < bar).all() and all(ret[k] < bar for k in controls), summary
 

@@ -94,6 +94,12 @@ class DASAgentConfig:
     # apart, so no learned placement head can express FirstFit or a fixed per-machine preference (the
     # machines' hidden speeds); the scheduler of a fixed cluster knows its machine ids. Off = the paper.
     machine_index: bool = False
+    # RWGP: the initial GP noise variance σ² (trained from there; the kernel's own scale is 1). The
+    # posterior mean is prior + kᵀ(K + σ²I)⁻¹(Y − prior(X)); with a small σ² and τ·N history points whose
+    # graphs are alike (few machines) the history's weights sum to ~1, so a shift of the prior mean that
+    # is common to all jobs cancels out of the sampled policy and PPO cannot move it (the greedy policy
+    # is the prior mean). A large σ² keeps the prior in charge of the sampled policy too.
+    gp_noise: float = 0.1
 
     def __post_init__(self):
         if self.ordering not in ORDERINGS:
@@ -106,6 +112,8 @@ class DASAgentConfig:
             )
         if self.prior_mean not in ("learned", "zero"):
             raise ValueError(f"agent.prior_mean must be 'learned' or 'zero', got {self.prior_mean!r}")
+        if not self.gp_noise > 0:
+            raise ValueError(f"agent.gp_noise must be > 0, got {self.gp_noise}")
         if not 0.0 <= self.std_min < 1.0:
             raise ValueError(f"agent.std_min must be in [0, 1), got {self.std_min}")
         for name in ("hidden", "heads", "tau"):
@@ -178,7 +186,7 @@ class DASActor(nn.Module):
 
         groups, place_mask = jnp.arange(n, dtype=jnp.int32), mask
         if rwgp:
-            head = RWGPHead(hidden=cfg.hidden, tau=cfg.tau, prior_mean=cfg.prior_mean, name="rwgp")
+            head = RWGPHead(cfg.hidden, cfg.tau, cfg.prior_mean, noise_init=cfg.gp_noise, name="rwgp")
             aff_mu, aff_var = head(
                 job_emb[0], obs.machines, mask, job_emb[1:], history.mach_obs, history.job_mask,
                 history.affinity, history.valid,

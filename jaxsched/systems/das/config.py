@@ -144,6 +144,7 @@ class AgentSection:
     prior_mean: str = "learned"
     std_min: float = 0.0
     machine_index: bool = False
+    gp_noise: float = 0.1  # RWGP's initial noise variance (agents.das.DASAgentConfig.gp_noise)
 
     def __post_init__(self):
         if not self.variants:
@@ -161,7 +162,7 @@ class AgentSection:
     def agent_config(self, variant: str) -> DASAgentConfig:
         return DASAgentConfig.preset(
             variant, hidden=self.hidden, heads=self.heads, tau=self.tau, prior_mean=self.prior_mean,
-            std_min=self.std_min, machine_index=self.machine_index,
+            std_min=self.std_min, machine_index=self.machine_index, gp_noise=self.gp_noise,
         )  # fmt: skip
 
 
