@@ -25,6 +25,10 @@ def _add_train(sub) -> None:
     p.add_argument("--name", default=None, help="override the config's run name (run dir = out_dir/name)")
     _add_set(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--devices", type=int, default=None,
+        help="spread the seeds over this many devices (default: the most local devices dividing num_seeds)",
+    )  # fmt: skip
     p.set_defaults(func=_run_train)
 
 
@@ -53,7 +57,7 @@ def _system_and_config(args):
 
 def _run_train(args) -> int:
     system, cfg = _system_and_config(args)
-    system.train(cfg, resume=args.resume, progress=not args.quiet)
+    system.train(cfg, resume=args.resume, progress=not args.quiet, devices=args.devices)
     return 0
 
 

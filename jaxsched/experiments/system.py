@@ -46,7 +46,7 @@ class System:
     config: type[ExperimentConfig]
     baselines: tuple[str, ...]  # heuristic names the system's evaluator accepts
     metrics: tuple[Metric, ...]
-    # train(cfg, resume=, progress=) -> run directories written
+    # train(cfg, resume=, progress=, devices=) -> run directories written (devices: seed sharding)
     train: Callable[..., list[Path]]
     # evaluate(cfg, checkpoint=None | run dir, episodes=None | int, json_path=None | str) -> results
     evaluate: Callable[..., dict]

@@ -25,6 +25,8 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from jaxsched.experiments.sharding import seed_sharding, shard_seeds
+
 CHECKPOINT_DIR = "checkpoints"
 METRICS_FILE = "metrics.jsonl"
 CONFIG_FILE = "config.yaml"
@@ -46,10 +48,11 @@ def checkpoint_manager(
     return ocp.CheckpointManager(Path(run_dir).absolute() / subdir, options=options)
 
 
-def abstract_state(init, keys, env_params):
-    """The pytree `init(keys, env_params)` would return, as placed shape structs (nothing runs)."""
+def abstract_state(init, keys, env_params, sharding=None):
+    """The pytree `init(keys, env_params)` would return, as placed shape structs (nothing runs);
+    `sharding`: their placement (default: `seed_sharding` of one device)."""
     shapes = jax.eval_shape(init, keys, env_params)
-    sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    sharding = seed_sharding(int(keys.shape[0]), 1) if sharding is None else sharding
     return jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), shapes)
 
 
@@ -171,6 +174,7 @@ def train_chunks(
     run_dir: Path, name: str, init, chunk, keys, train_params, *, total: int, per_chunk: int,
     steps_per_update: int, summary, resume: bool, check_resumable=None, progress: bool = True,
     stop_after_chunks: int | None = None, t_build: float | None = None, on_checkpoint=None,
+    devices: int | None = None,
 ) -> list[dict] | None:  # fmt: skip
     """The chunk loop shared by every trainer: start (or, with `resume`, restore the last checkpoint of
     `run_dir`), run jitted `chunk(runner, train_params)` calls of `per_chunk` updates until `total`,
@@ -179,7 +183,9 @@ def train_chunks(
     `check_resumable()` vets the config before a resume. `on_checkpoint(runner, update) -> str` (optional)
     sees the starting runner and the runner after every chunk, before that chunk's checkpoint is saved
     (so what it stores is never behind the runner's checkpoint); its text joins the progress line.
-    Returns every record, or None when stopped by `stop_after_chunks` before `total`."""
+    `devices`: how many devices the seeds are spread over (`experiments.sharding.seed_sharding`; default
+    the most that divide the seed count). Returns every record, or None when stopped by
+    `stop_after_chunks` before `total`."""
     latest = check_no_run(run_dir, resume)
     mngr = checkpoint_manager(run_dir) if latest is not None else None
     if latest is not None and check_resumable is not None:
@@ -189,14 +195,15 @@ def train_chunks(
     t_build = time.perf_counter() if t_build is None else t_build
     metrics_path = run_dir / METRICS_FILE
     num_seeds = int(keys.shape[0])
+    sharding = seed_sharding(num_seeds, devices)
     if latest is None:
         # Committed like a restored state, so a fresh and a resumed run share one compiled program.
-        runner = jax.device_put(init(keys, train_params), jax.devices()[0])
+        runner = shard_seeds(init(keys, train_params), sharding)
         records: list[dict] = []
         if resume:
             say(f"no checkpoint in {run_dir}: starting from scratch")
     else:
-        runner = restore_runner(mngr, latest, abstract_state(init, keys, train_params))
+        runner = restore_runner(mngr, latest, abstract_state(init, keys, train_params, sharding))
         records = [r for r in read_jsonl(metrics_path) if r["update"] <= latest]
         say(f"resuming {run_dir} from the checkpoint at update {latest}")
     metrics_path.write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -213,7 +220,8 @@ def train_chunks(
     if done < total:
         compiled = chunk.lower(runner, train_params).compile()
         say(
-            f"{name}: {num_seeds} seed(s) × {steps_per_update:,} env steps per update; "
+            f"{name}: {num_seeds} seed(s) on {len(sharding.device_set)} device(s) × {steps_per_update:,} env "
+            "steps per update; "
             f"built, initialised and compiled in {time.perf_counter() - t_build:.1f} s"
         )
     on_checkpoint = on_checkpoint or (lambda runner, update: "")

@@ -33,6 +33,7 @@ import yaml
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
 from jaxsched.agents.imitation import pretrain
 from jaxsched.agents.mappo import MAPPO, MAPPOConfig
+from jaxsched.experiments.sharding import seed_sharding, shard_seeds
 from jaxsched.experiments.train import (
     CHECKPOINT_DIR,
     CONFIG_FILE,
@@ -134,7 +135,7 @@ def _check_resumable(cfg: DASConfig, run_dir: Path) -> None:
 
 def train_das(
     cfg: DASConfig, variant: str, resume: bool = False, progress: bool = True,
-    stop_after_chunks: int | None = None,
+    stop_after_chunks: int | None = None, devices: int | None = None,
 ) -> Path:  # fmt: skip
     """Train one variant of `cfg` and evaluate it (module docstring); returns its run directory."""
     run_dir = run_dir_of(cfg, variant)
@@ -162,6 +163,7 @@ def train_das(
         total=mcfg.total_updates, per_chunk=mcfg.updates_per_chunk,
         steps_per_update=mcfg.num_envs * mcfg.num_steps, summary=_summary, resume=resume,
         progress=progress, stop_after_chunks=stop_after_chunks, t_build=t_build, on_checkpoint=selector,
+        devices=devices,
     )  # fmt: skip
     if records is None:
         return run_dir
@@ -259,7 +261,9 @@ def evaluate_learned(cfg: DASConfig, variant: str, actor_params, env, test_param
     """Episodes of every seed's actor (greedy unless `eval.greedy: false`) on every test episode →
     `{metric: [S, E]}` (numpy)."""
     _, _, evaluate, _ = programs(cfg.mappo_config(variant), env)
-    keys = seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts))
+    sharding = seed_sharding(cfg.num_seeds)  # the seeds over the local devices
+    keys = shard_seeds(seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts)), sharding)
+    actor_params = shard_seeds(actor_params, sharding)
     out = evaluate(actor_params, test_params, jnp.asarray(starts, jnp.int32), keys, greedy=cfg.eval.greedy)
     return {k: np.asarray(v) for k, v in jax.device_get(out).items()}
 
@@ -288,9 +292,11 @@ def evaluate_run(cfg: DASConfig, variant: str, built=None) -> dict:
     return results
 
 
-def train_das_config(cfg: DASConfig, resume: bool = False, progress: bool = True) -> list[Path]:
+def train_das_config(
+    cfg: DASConfig, resume: bool = False, progress: bool = True, devices: int | None = None
+) -> list[Path]:
     """Every variant of `cfg.agent.variants`, in turn."""
-    return [train_das(cfg, v, resume=resume, progress=progress) for v in cfg.agent.variants]
+    return [train_das(cfg, v, resume=resume, progress=progress, devices=devices) for v in cfg.agent.variants]
 
 
 def evaluate_das(cfg: DASConfig, checkpoint=None, episodes: int | None = None, json_path=None) -> dict:

@@ -17,8 +17,8 @@ from jaxsched.systems.dbf.metrics import HPC_METRICS
 from jaxsched.systems.dbf.train import train_run
 
 
-def _train(cfg: DBFConfig, resume: bool = False, progress: bool = True):
-    return [train_run(cfg, resume=resume, progress=progress)]
+def _train(cfg: DBFConfig, resume: bool = False, progress: bool = True, devices: int | None = None):
+    return [train_run(cfg, resume=resume, progress=progress, devices=devices)]
 
 
 SYSTEM = System(

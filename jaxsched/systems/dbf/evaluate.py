@@ -23,6 +23,7 @@ from jaxsched.agents.ppo import PPO
 from jaxsched.experiments.config import EVAL_TAG, purpose_key
 from jaxsched.experiments.evaluate import evaluate_policies, run_episode
 from jaxsched.experiments.report import print_metric_table, write_json
+from jaxsched.experiments.sharding import seed_sharding, shard_seeds
 from jaxsched.experiments.train import CHECKPOINT_DIR, checkpoint_manager, restore_runner
 from jaxsched.policies.hpc import make_priority_policy
 from jaxsched.systems.dbf.config import DBFConfig, build_run
@@ -78,6 +79,7 @@ def eval_run(cfg: DBFConfig, checkpoint_dir=None, episodes: int | None = None, j
     step = None
     if checkpoint_dir is not None:
         policy_params, step = load_policy_params(cfg, checkpoint_dir, env, train_params)
+        policy_params = shard_seeds(policy_params, seed_sharding(cfg.num_seeds))  # seeds over the devices
         per_seed = _agent_program(cfg, env)(policy_params, keys, test_params)  # metric -> [seeds, episodes]
         results[AGENT] = {k: _stats(v) for k, v in jax.device_get(per_seed).items()}
     elif not cfg.eval.baselines:

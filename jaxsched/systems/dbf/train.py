@@ -84,8 +84,9 @@ def _check_resumable(cfg: DBFConfig, run_dir) -> None:
 
 
 def train_run(
-    cfg: DBFConfig, resume: bool = False, progress: bool = True, stop_after_chunks: int | None = None
-) -> Path:
+    cfg: DBFConfig, resume: bool = False, progress: bool = True, stop_after_chunks: int | None = None,
+    devices: int | None = None,
+) -> Path:  # fmt: skip
     """Train `cfg` (see the module docstring); returns the run directory. `stop_after_chunks` stops as
     if killed after that many chunks (metrics and checkpoint written, no plot)."""
     run_dir = cfg.run_dir
@@ -100,7 +101,7 @@ def train_run(
         run_dir, cfg.name, init, chunk, seed_keys(cfg), train_params, total=ppo_cfg.total_updates,
         per_chunk=ppo_cfg.updates_per_chunk, steps_per_update=ppo_cfg.steps_per_update,
         summary=_summary, resume=resume, progress=progress, stop_after_chunks=stop_after_chunks,
-        t_build=t_build,
+        t_build=t_build, devices=devices,
     )  # fmt: skip
     if records is None:
         return run_dir
