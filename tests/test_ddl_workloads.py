@@ -35,7 +35,6 @@ from jaxsched.workloads.ddl import (
 )
 from jaxsched.workloads.pai import load_pai, model_index
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "calibrate_gpu_cloud.py"
 N = 20_000
 SMALL = {k: np.full(8, V100_MACHINE[k.split("_")[0]]) for k in ("gpu_cap", "cpu_cap", "mem_cap")}
@@ -374,12 +373,12 @@ def test_model_index():
 # ---- calibration ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not (DATA / "gpu").is_dir(), reason="shared/data/gpu not available")
-def test_calibration_script_matches_constants():
+def test_calibration_script_matches_constants(shared_data):
+    gpu_data = shared_data("gpu")
     spec = importlib.util.spec_from_file_location("calibrate_gpu_cloud", SCRIPT)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    res = mod.calibrate(DATA / "gpu", gen_jobs=0)
+    res = mod.calibrate(gpu_data, gen_jobs=0)
     np.testing.assert_allclose(res["MODEL_COMM"], MODEL_COMM, atol=1e-4)
     assert abs(res["mini_batch"]["PERF_CV"] - PERF_CV) < 1e-4
     assert abs(res["mini_batch"]["FLUCT_STD"] - FLUCT_STD) < 1e-4

@@ -1,7 +1,7 @@
 """The GPU-cloud fluctuation φ (`gpu_contention.fluctuation`, docs/gpu_cloud.md "Contention model") checked
 from outside: its distribution against the exact Irwin–Hall law (float64 numpy, piecewise polynomials, not
 the same hash), independence across machines, updates and seeds, determinism, and agreement with the
-reference simulator's own float64 draw (`tests/reference_gpu_cloud.py::fluctuation`).
+reference simulator's own float64 draw (`tests/reference/gpu_cloud.py::fluctuation`).
 
 One jitted call draws 2^20 values (256 consecutive seeds × 512 updates × 8 machines) per std. Every
 statistical bound is 5 standard errors of its estimator under the exact law (the errors are computed from
@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from reference_gpu_cloud import fluctuation as ref_fluctuation
+from reference.gpu_cloud import fluctuation as ref_fluctuation
 
 from jaxsched.envs.gpu_contention import fluctuation
 

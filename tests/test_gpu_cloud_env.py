@@ -1,5 +1,5 @@
 """The GPU-cloud (DAS) env: differential test against the plain-Python float64 reference
-(`tests/reference_gpu_cloud.py`), the contention model on hand-computed schedules, invariants over random
+(`tests/reference/gpu_cloud.py`), the contention model on hand-computed schedules, invariants over random
 episodes (random actions and every heuristic), the sampled view, the environment contract (traces, vmap,
 determinism, auto-reset) and input validation.
 
@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jax import lax
-from reference_gpu_cloud import ReferenceGPUCloud
+from reference.gpu_cloud import ReferenceGPUCloud
 
 from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudConfig, GPUCloudEnv
 from jaxsched.policies.gpu_cloud import HEURISTICS, make_heuristic

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
-from reference_gpu_cloud import ReferenceGPUCloud
+from reference.gpu_cloud import ReferenceGPUCloud
 
 from jaxsched.envs.gpu_cloud import GPUCloudConfig, GPUCloudEnv
 from jaxsched.policies.gpu_cloud import HEURISTICS, make_heuristic

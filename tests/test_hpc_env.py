@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jax import lax
-from reference_hpc import RefHPC
+from reference.hpc import RefHPC
 
 from jaxsched.core import queue
 from jaxsched.core.wrappers import LogWrapper

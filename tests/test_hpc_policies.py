@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from reference_hpc import RefHPC
+from reference.hpc import RefHPC
 
 from jaxsched.envs.hpc import HPCConfig, HPCEnv, HPCObs
 from jaxsched.policies.hpc import make_priority_policy

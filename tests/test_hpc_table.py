@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import require_trace
 
 from jaxsched.cli import main
 from jaxsched.systems.dbf.rlscheduler_table import (
@@ -462,16 +462,6 @@ PUBLISHED = {
     ("lublin_256_new2.swf", "util", False): [0.404, 0.543, 0.510, 0.562, 0.478],
     ("lublin_256_new2.swf", "util", True): [0.587, 0.583, 0.587, 0.593, 0.552],
 }
-
-
-def require_trace(path: Path) -> None:
-    """Skip when a shared trace is absent, except in CI (`CI` set), which has ../shared/data: there a
-    missing trace must fail, or the published-table checks would pass by never running."""
-    if path.is_file():
-        return
-    if os.environ.get("CI", "").strip().lower() not in ("", "0", "false"):
-        pytest.fail(f"{path} not available, and CI is set: CI must run this against ../shared/data")
-    pytest.skip(f"{path} not available")
 
 
 def trace_outcome(path: Path) -> tuple[str, str]:

@@ -1,4 +1,4 @@
-"""Hand-checked schedules for the GPU-cloud reference simulator (`tests/reference_gpu_cloud.py`)."""
+"""Hand-checked schedules for the GPU-cloud reference simulator (`tests/reference/gpu_cloud.py`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from reference_gpu_cloud import ReferenceGPUCloud
+from reference.gpu_cloud import ReferenceGPUCloud
 
 PRICE = 2.84
 

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
-from reference_gpu_cloud import ReferenceGPUCloud
+from reference.gpu_cloud import ReferenceGPUCloud
 from test_gpu_cloud_env import reference as gpu_cloud_reference
 from test_hpc_env import reference as hpc_reference
 from test_hpc_env import replay as hpc_replay
