@@ -8,11 +8,11 @@ publishes them with the env's own end-of-episode metrics in `info` (`returned_ep
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 from flax import struct
 
 from jaxsched.core.env import Environment
+from jaxsched.core.metrics import episode_mean, masked_mean  # noqa: F401  (re-exported)
 
 
 @struct.dataclass
@@ -58,16 +58,3 @@ class LogWrapper:
         info["returned_episode_lengths"] = new.returned_episode_length
         info["returned_episode_metrics"] = info["episode_metrics"]
         return obs, new, reward, terminated, truncated, info
-
-
-def masked_mean(x: jax.Array, mask: jax.Array) -> jax.Array:
-    """Mean of `x` over entries where `mask` is True (0 when none); shapes broadcast."""
-    mask = mask.astype(jnp.float32)
-    return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1.0)
-
-
-def episode_mean(x: jax.Array, done: jax.Array) -> jax.Array:
-    """Mean of an episode metric `x` over the episodes that finished (`done`), NaN when none did: an
-    update without a finished episode has no episode metric (the trainer logs `null`), not a 0."""
-    n = jnp.sum(done.astype(jnp.float32))
-    return jnp.where(n > 0, masked_mean(x, done), jnp.nan)

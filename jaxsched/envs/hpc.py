@@ -35,6 +35,7 @@ from flax import struct
 
 from jaxsched.core import cluster, queue
 from jaxsched.core.env import Environment
+from jaxsched.core.metrics import bounded_slowdown, per_job, slowdown
 from jaxsched.core.spaces import Box, Discrete
 from jaxsched.workloads.base import Workload, validate_workload
 
@@ -324,8 +325,8 @@ class HPCEnv(Environment[HPCState, HPCParams]):
             w_max=jnp.maximum(state.w_max, w_now),
             w_now=w_now,
             sum_wait=state.sum_wait + placed_f * wait,
-            sum_bsld=state.sum_bsld + placed_f * jnp.maximum(1.0, (wait + run_f) / jnp.maximum(run_f, 10.0)),
-            sum_sld=state.sum_sld + placed_f * (wait + run_f) / run_f,
+            sum_bsld=state.sum_bsld + placed_f * bounded_slowdown(wait, run_f),
+            sum_sld=state.sum_sld + placed_f * slowdown(wait, run_f),
             sum_load=state.sum_load + placed_f * wait * c.astype(jnp.float32) * req[slot].astype(jnp.float32),
             area_queue=state.area_queue + dt * l_now,
             area_busy=state.area_busy + dt * busy.astype(jnp.float32),
@@ -397,7 +398,6 @@ class HPCEnv(Environment[HPCState, HPCParams]):
         arrived = state.placed + state.q_len
         elapsed = (state.t - state.t0).astype(jnp.float32)
         per_time = lambda x: jnp.where(elapsed > 0, x / jnp.maximum(elapsed, 1e-9), 0.0)
-        per_job = lambda x, n: jnp.where(n > 0, x / jnp.maximum(n, 1).astype(jnp.float32), 0.0)
         return {
             "avg_wait": per_job(state.sum_wait + state.w_now, arrived),
             "avg_queue_len": per_time(state.area_queue),
