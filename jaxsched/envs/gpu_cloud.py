@@ -7,7 +7,7 @@ an affinity; jobs are taken in priority order and placed instance by instance on
 order, or stay pending as a failed scheduling. Time then forwards, event by event, until a pending job
 could start. Speeds follow a fluid contention model and are recomputed at every start and finish, so
 durations (and fees) emerge from placement and co-location. The full semantics, the contention model and
-every choice the paper leaves open are specified in `docs/gpu_cloud.md`; `tests/reference_gpu_cloud.py`
+every choice the paper leaves open are specified in `docs/gpu_cloud.md`; `tests/reference/gpu_cloud.py`
 is an independent event loop written from that page.
 
 Choices the paper leaves open (details in docs/gpu_cloud.md):
@@ -22,12 +22,8 @@ Choices the paper leaves open (details in docs/gpu_cloud.md):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import jax
 import jax.numpy as jnp
-import numpy as np
-from flax import struct
 
 from jaxsched.core import queue
 from jaxsched.core.env import Environment
@@ -41,121 +37,19 @@ from jaxsched.envs.gpu_cloud_obs import (
     load_features,
     machine_features,
 )
+from jaxsched.envs.gpu_cloud_params import (  # noqa: F401  (heterogeneous_perf, REWARDS re-exported)
+    ARRIVAL_BLOCK,
+    REWARDS,
+    heterogeneous_perf,
+    make_gpu_cloud_params,
+)
+from jaxsched.envs.gpu_cloud_types import GPUCloudAction, GPUCloudConfig, GPUCloudParams, GPUCloudState
 from jaxsched.envs.gpu_contention import contention_shares, fluctuation, job_speeds
-from jaxsched.workloads.ddl import MODEL_COMM, MODEL_NAMES, DDLWorkload, validate_ddl_workload
+from jaxsched.workloads.ddl import DDLWorkload
 
 N_RES = 3  # gpu, cpu, mem
 INF = jnp.float32(jnp.inf)
-ARRIVAL_BLOCK = 8  # arrivals one forward-loop iteration may admit
 OUTSIDE_WINDOW = 256  # arrived jobs waiting outside a full pending list that the JCT reward counts
-REWARDS = ("eq3", "jct")  # the paper's Eq. 3, or minus the job-minutes accrued (docs/gpu_cloud.md)
-
-
-@dataclass(frozen=True)
-class GPUCloudConfig:
-    """Static shapes: machines M, visible pending jobs N, pending-list capacity Q, running set R."""
-
-    n_machines: int = 8
-    n_slots: int = 16
-    queue_capacity: int = 64
-    max_running: int | None = None  # default 4 per machine (a Small cluster runs ~10-20 jobs at once)
-    # Forward-loop iterations per call. None: a call always forwards to the next decision point. A number:
-    # a longer forward stops there and the next call continues it without a decision (the action is
-    # ignored; `obs.decision` says which calls decide). The decisions are the same either way; a cap only
-    # stops the slowest env of a vmapped batch from setting the cost of every step.
-    max_forward_events: int | None = None
-
-    def __post_init__(self):
-        if self.max_running is None:
-            object.__setattr__(self, "max_running", 4 * self.n_machines)
-        if self.max_forward_events is not None and self.max_forward_events < 1:
-            raise ValueError(
-                f"GPUCloudConfig.max_forward_events must be >= 1 or None, got {self.max_forward_events}"
-            )
-        for name in ("n_machines", "n_slots", "queue_capacity", "max_running"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"GPUCloudConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if self.n_slots > self.queue_capacity:
-            raise ValueError(
-                f"GPUCloudConfig.queue_capacity ({self.queue_capacity}) must be >= n_slots ({self.n_slots})"
-            )
-
-
-@struct.dataclass
-class GPUCloudParams:
-    """Workload bank, cluster and every numeric knob (vmappable). Defaults: `GPUCloudEnv.make_params`."""
-
-    bank: DDLWorkload
-    rows: jnp.ndarray  # i32[J + K, 5] the bank's (submit, n_inst, gpu, cpu, mem) packed, padded by K rows:
-    #                    the forward loop reads K consecutive arrivals as one contiguous slice
-    starts: jnp.ndarray  # i32[S] episode start indices into the bank
-    episode_jobs: jnp.ndarray  # i32 E: jobs per episode (paper App. D: 1,000)
-    max_steps: jnp.ndarray  # i32 truncation guard
-    gpu_cap: jnp.ndarray  # i32[M] 1/100 GPU (V100 machine: 800)
-    cpu_cap: jnp.ndarray  # i32[M] 1/100 core (9600)
-    mem_cap: jnp.ndarray  # i32[M] MiB (384 GiB)
-    bw_cap: jnp.ndarray  # f32[M] NIC bandwidth, 1.0 = one machine's NIC
-    perf: jnp.ndarray  # f32[M] performance factor (heterogeneity)
-    fluct_std: jnp.ndarray  # f32 std of the per-update fluctuation φ
-    model_comm: jnp.ndarray  # f32[K] communication intensity per model type
-    kappa_net: jnp.ndarray  # f32 slowdown per unit of co-located network demand
-    kappa_cpu: jnp.ndarray  # f32 slowdown per unit of co-located CPU share
-    kappa_spread: jnp.ndarray  # f32 slowdown per extra machine, per unit of comm intensity
-    price: jnp.ndarray  # f32 $ per GPU-hour (paper §5.1.3: 2.84)
-    alpha: jnp.ndarray  # f32 failed-scheduling weight of Eq. 3 (App. D: 0.1)
-    jct_unit: jnp.ndarray  # f32 seconds per JCT unit in Eq. 3 (60: minutes, Table 1's unit)
-    load_scale: jnp.ndarray  # f32 arrival-rate multiplier (App. E: 0.5 / 1 / 2)
-    c_norm: jnp.ndarray  # f32 instance-count normaliser of the job features
-    wait_norm: jnp.ndarray  # f32 waiting-time normaliser (s)
-    reward_jct: jnp.ndarray  # f32 1: reward = −job-minutes accrued / E (sums to −avg JCT); 0: Eq. 3
-
-
-@struct.dataclass
-class GPUCloudState:
-    t: jnp.ndarray  # f32 time (s) since the episode's first arrival
-    first: jnp.ndarray  # i32 bank index of the episode's first job
-    first_submit: jnp.ndarray  # i32 its submit time (arrival times are relative to it)
-    next_job: jnp.ndarray  # i32 bank index of the next arrival
-    end_job: jnp.ndarray  # i32 arrivals stop here (first + E)
-    q_rows: jnp.ndarray  # i32[Q, 5] pending jobs in submission order: (bank index (-1 empty), n_inst, gpu,
-    #                      cpu, mem) — one packed array, so admitting and removing jobs is one scatter each
-    q_len: jnp.ndarray  # i32
-    view: jnp.ndarray  # i32[N] queue position shown in each slot, -1 = empty slot
-    run_job: jnp.ndarray  # i32[R] bank index of each running job, -1 = free slot
-    run_dem: jnp.ndarray  # i32[R, 3] its per-instance demand
-    run_comm_dist: jnp.ndarray  # f32[R] its communication intensity if spread over machines, else 0
-    run_net_unit: jnp.ndarray  # f32[R] comm_dist · gpu: net[r, m] = n[r, m] · this / (gpu_cap_m · bw_m)
-    run_cpu_unit: jnp.ndarray  # f32[R] cpu per instance: cpu[r, m] = n[r, m] · this / cpu_cap_m
-    run_spread: jnp.ndarray  # f32[R] its spreading slowdown 1 + κ_spread·comm·(k − 1)
-    run_gpus: jnp.ndarray  # f32[R] its GPUs (C · gpu / 100)
-    run_arrival: jnp.ndarray  # f32[R] its arrival time
-    run_start: jnp.ndarray  # f32[R] start time
-    run_work: jnp.ndarray  # f32[R] work left (nominal seconds) at time t
-    run_speed: jnp.ndarray  # f32[R] current speed
-    run_alloc: jnp.ndarray  # i32[R, M] instances on each machine (stale in free slots: mask by run_job)
-    free: jnp.ndarray  # i32[M, 3] free gpu, cpu, mem
-    net_load: jnp.ndarray  # f32[M] NET_m: network demand on each NIC
-    noise_seed: jnp.ndarray  # u32 seeds the fluctuation draws of this episode
-    n_updates: jnp.ndarray  # i32 speed updates so far
-    steps: jnp.ndarray  # i32 decisions this episode
-    finished: jnp.ndarray  # i32 jobs finished
-    failed: jnp.ndarray  # i32 failed schedulings
-    sum_jct: jnp.ndarray  # f32 Σ JCT (s) of finished jobs
-    sum_fee: jnp.ndarray  # f32 Σ fee ($)
-    sum_wait: jnp.ndarray  # f32 Σ (start − arrival)
-    sum_duration: jnp.ndarray  # f32 Σ (finish − start)
-    gpu_seconds: jnp.ndarray  # f32 Σ GPUs · duration
-    last_finish: jnp.ndarray  # f32 time of the latest completion
-    forwarding: jnp.ndarray  # bool: the last call's forward stopped at `max_forward_events`; the next
-    #                          call continues it instead of deciding
-    acc_term: jnp.ndarray  # f32 Eq. 3's numerator so far of a forward split over calls
-    acc_events: jnp.ndarray  # i32 its denominator so far
-
-
-@struct.dataclass
-class GPUCloudAction:
-    priority: jnp.ndarray  # f32[N] ordering agent: higher goes first
-    affinity: jnp.ndarray  # f32[N, M] placement agent: higher machine goes first
 
 
 class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
@@ -163,8 +57,8 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
 
     name = "gpu_cloud"
 
-    def __init__(self, config: GPUCloudConfig = GPUCloudConfig()):
-        self.config = config
+    def __init__(self, config: GPUCloudConfig | None = None):
+        self.config = GPUCloudConfig() if config is None else config
 
     # ---- params ------------------------------------------------------------------------------------
     def make_params(
@@ -195,69 +89,12 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
         `machine`: capacities of each (identical) machine, default the V100 spec; `perf`: `[M]`
         performance factors (default all 1.0; `heterogeneous_perf` draws calibrated ones); `starts`:
         episode start indices (default every admissible start); `reward`: one of `REWARDS`."""
-        from jaxsched.workloads.ddl import FLUCT_STD, V100_MACHINE
-
-        m = self.config.n_machines
-        spec = dict(V100_MACHINE if machine is None else machine)
-        gpu_cap = np.full(m, spec["gpu"], np.int32)
-        cpu_cap = np.full(m, spec["cpu"], np.int32)
-        mem_cap = np.full(m, spec["mem"], np.int32)
-        validate_ddl_workload(bank, gpu_cap=gpu_cap, cpu_cap=cpu_cap, mem_cap=mem_cap)
-        n_jobs = bank.num_jobs
-        if not 1 <= episode_jobs <= n_jobs:
-            raise ValueError(f"episode_jobs must be in [1, {n_jobs}] (the bank's jobs), got {episode_jobs}")
-        if starts is None:
-            starts = np.arange(n_jobs - episode_jobs + 1, dtype=np.int32)
-        starts = np.asarray(starts, np.int32).reshape(-1)
-        if starts.size == 0 or starts.min() < 0 or starts.max() + episode_jobs > n_jobs:
-            raise ValueError(f"starts must lie in [0, {n_jobs - episode_jobs}] so episodes fit in the bank")
-        perf = np.ones(m, np.float32) if perf is None else np.asarray(perf, np.float32)
-        bw_cap = np.ones(m, np.float32) if bw_cap is None else np.asarray(bw_cap, np.float32)
-        for name, arr in (("perf", perf), ("bw_cap", bw_cap)):
-            if arr.shape != (m,) or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-                raise ValueError(f"{name} must be {m} finite positive values, got {arr}")
-        comm = np.asarray(MODEL_COMM if model_comm is None else model_comm, np.float32)
-        if comm.shape != (len(MODEL_NAMES),) or np.any(comm < 0) or not np.all(np.isfinite(comm)):
-            raise ValueError(f"model_comm must be {len(MODEL_NAMES)} finite values >= 0, got {comm}")
-        knobs = dict(
-            kappa_net=kappa_net,
-            kappa_cpu=kappa_cpu,
-            kappa_spread=kappa_spread,
-            price=price,
-            alpha=alpha,
-            jct_unit=jct_unit,
-            load_scale=load_scale,
-            c_norm=c_norm,
-            wait_norm=wait_norm,
-        )
-        fluct_std = FLUCT_STD if fluct_std is None else fluct_std
-        knobs["fluct_std"] = fluct_std
-        for name, v in knobs.items():
-            positive = name in ("jct_unit", "load_scale", "c_norm", "wait_norm", "price")
-            if not np.isfinite(v) or v < 0 or (positive and v == 0):
-                raise ValueError(f"{name} must be finite and {'> 0' if positive else '>= 0'}, got {v}")
-        if reward not in REWARDS:
-            raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
-        knobs["reward_jct"] = float(reward == "jct")
-        if max_steps is None:
-            max_steps = 50 * episode_jobs
-        f32 = lambda v: jnp.asarray(v, jnp.float32)  # noqa: E731
-        rows = np.stack([np.asarray(getattr(bank, f)) for f in ("submit", "n_inst", "gpu", "cpu", "mem")], 1)
-        rows = np.concatenate([rows, np.repeat(rows[-1:], ARRIVAL_BLOCK, axis=0)]).astype(np.int32)
-        return GPUCloudParams(
-            bank=bank,
-            rows=jnp.asarray(rows),
-            starts=jnp.asarray(starts),
-            episode_jobs=jnp.int32(episode_jobs),
-            max_steps=jnp.int32(max_steps),
-            gpu_cap=jnp.asarray(gpu_cap),
-            cpu_cap=jnp.asarray(cpu_cap),
-            mem_cap=jnp.asarray(mem_cap),
-            bw_cap=jnp.asarray(bw_cap),
-            perf=jnp.asarray(perf),
-            model_comm=jnp.asarray(comm),
-            **{k: f32(v) for k, v in knobs.items()},
-        )
+        return make_gpu_cloud_params(
+            self.config.n_machines, bank, starts, episode_jobs=episode_jobs, max_steps=max_steps,
+            machine=machine, perf=perf, bw_cap=bw_cap, fluct_std=fluct_std, model_comm=model_comm,
+            kappa_net=kappa_net, kappa_cpu=kappa_cpu, kappa_spread=kappa_spread, price=price, alpha=alpha,
+            jct_unit=jct_unit, load_scale=load_scale, c_norm=c_norm, wait_norm=wait_norm, reward=reward,
+        )  # fmt: skip
 
     # ---- helpers -----------------------------------------------------------------------------------
     def _cap(self, params: GPUCloudParams) -> jax.Array:
@@ -697,15 +534,3 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
             "makespan_h": state.last_finish / 3600.0,
             "steps": state.steps,
         }
-
-
-def heterogeneous_perf(key: jax.Array, n_machines: int, cv: float | None = None) -> np.ndarray:
-    """Per-machine performance factors `f32[M]`: log-normal with mean 1 and coefficient of variation
-    `cv` (default `PERF_CV`, calibrated from PAI's per-worker mini-batch times; see
-    docs/gpu_cloud_defaults.md)."""
-    from jaxsched.workloads.ddl import PERF_CV
-
-    cv = PERF_CV if cv is None else cv
-    sigma = np.sqrt(np.log1p(cv**2))
-    z = np.asarray(jax.random.normal(key, (n_machines,)))
-    return np.exp(sigma * z - 0.5 * sigma**2).astype(np.float32)
