@@ -2,12 +2,11 @@
 two-speed cluster (the learning-test pattern of docs/testing.md). Its own file, so that pytest-xdist runs
 it beside `test_mappo.py`'s DA learning test rather than after it."""
 
-import jax
 import pytest
-from test_mappo import LEARN_SEEDS, _greedy_jct, _learning_setup, assert_metrics_finite
+from test_mappo import train_against_heuristics
 
 from jaxsched.agents.das import DASAgentConfig
-from jaxsched.agents.mappo import MAPPO, MAPPOConfig
+from jaxsched.agents.mappo import MAPPOConfig
 
 
 @pytest.mark.slow
@@ -27,9 +26,6 @@ def test_das_rwgp_learns_machine_speeds_and_beats_every_heuristic():
     recipe), after a Tetris warm start 410–446. Other seed triples at 150 updates: 302 / 303 / 355 and
     310 / 315 / 306; the greedy JCT moves between plateaus (~305, ~330, ~355, ~560) from one checkpoint to
     the next, and at 100 or 125 updates one seed of nine was at or above Tetris (400, 420)."""
-    env, train_params, test_params, keys, jct = _learning_setup()
-    best_name = min((k for k in jct if k != "constant"), key=jct.get)
-    best = jct[best_name]
     cfg = MAPPOConfig(
         agent=DASAgentConfig.preset(
             "das", hidden=32, heads=2, tau=4, machine_index=True, std_min=0.1, gp_noise=10.0
@@ -37,12 +33,7 @@ def test_das_rwgp_learns_machine_speeds_and_beats_every_heuristic():
         num_envs=16, num_steps=32, total_updates=150, updates_per_chunk=150, update_epochs=4,
         num_minibatches=4, lr=1e-3, critic_hidden=(64, 64), ent_coef=0.0,
     )  # fmt: skip
-    m = MAPPO(cfg, env, train_params)
-    init = jax.jit(jax.vmap(m.init))(jax.random.split(jax.random.key(0), LEARN_SEEDS))
-    untrained = _greedy_jct(m, init.params["actor"], test_params, keys)
-    runner, metrics = jax.jit(jax.vmap(m.train_chunk))(init)
-    assert_metrics_finite(metrics)
-    trained = _greedy_jct(m, runner.params["actor"], test_params, keys)
-    summary = (best_name, best, jct["constant"], untrained, trained)
-    assert untrained.mean() > best and jct["constant"] > best, summary
+    best_name, best, constant, untrained, trained = train_against_heuristics(cfg)
+    summary = (best_name, best, constant, untrained, trained)
+    assert untrained.mean() > best and constant > best, summary
     assert (trained < best).all() and trained.mean() < 0.92 * best, summary

@@ -139,6 +139,21 @@ def _greedy_jct(m: MAPPO, actor_params, test_params, keys) -> np.ndarray:
     return np.asarray(jax.jit(per_seed)(actor_params).mean(axis=1))
 
 
+def train_against_heuristics(cfg: MAPPOConfig):
+    """Train `cfg` from scratch on the two-speed cluster (`LEARN_SEEDS` seeds under vmap) and return
+    `(best heuristic's name, its JCT, the constant action's JCT, untrained [S], trained [S])`, every JCT the
+    mean greedy one over the held-out episodes (min)."""
+    env, train_params, test_params, keys, jct = _learning_setup()
+    best_name = min((k for k in jct if k != "constant"), key=jct.get)
+    m = MAPPO(cfg, env, train_params)
+    init = jax.jit(jax.vmap(m.init))(jax.random.split(jax.random.key(0), LEARN_SEEDS))
+    untrained = _greedy_jct(m, init.params["actor"], test_params, keys)
+    runner, metrics = jax.jit(jax.vmap(m.train_chunk))(init)
+    assert_metrics_finite(metrics)
+    trained = _greedy_jct(m, runner.params["actor"], test_params, keys)
+    return best_name, jct[best_name], jct["constant"], untrained, trained
+
+
 @pytest.mark.slow
 def test_da_learns_machine_speeds_and_beats_every_heuristic():
     """DA (MLP placement, machine ids) trained from scratch by MAPPO for 100 updates (3 seeds under vmap,
@@ -147,22 +162,14 @@ def test_da_learns_machine_speeds_and_beats_every_heuristic():
     FIFO-FirstFit 559 = the constant action); the untrained greedy network 507 / 573 / 559.
     Asserted: every seed below the best heuristic, their mean at least 8 % below it; every untrained seed
     and the constant action above it (the negative controls)."""
-    env, train_params, test_params, keys, jct = _learning_setup()
-    best_name = min((k for k in jct if k != "constant"), key=jct.get)
-    best = jct[best_name]
     cfg = MAPPOConfig(
         agent=DASAgentConfig.preset("da", hidden=32, heads=2, tau=4, machine_index=True), num_envs=16,
         num_steps=32, total_updates=100, updates_per_chunk=100, update_epochs=4, num_minibatches=4, lr=1e-3,
         critic_hidden=(64, 64), ent_coef=0.0,
     )  # fmt: skip
-    m = MAPPO(cfg, env, train_params)
-    init = jax.jit(jax.vmap(m.init))(jax.random.split(jax.random.key(0), LEARN_SEEDS))
-    untrained = _greedy_jct(m, init.params["actor"], test_params, keys)
-    runner, metrics = jax.jit(jax.vmap(m.train_chunk))(init)
-    assert_metrics_finite(metrics)
-    trained = _greedy_jct(m, runner.params["actor"], test_params, keys)
-    summary = (best_name, best, jct["constant"], untrained, trained)
-    assert (untrained > best).all() and jct["constant"] > best, summary
+    best_name, best, constant, untrained, trained = train_against_heuristics(cfg)
+    summary = (best_name, best, constant, untrained, trained)
+    assert (untrained > best).all() and constant > best, summary
     assert (trained < best).all() and trained.mean() < 0.92 * best, summary
 
 

@@ -61,40 +61,16 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
         self.config = GPUCloudConfig() if config is None else config
 
     # ---- params ------------------------------------------------------------------------------------
-    def make_params(
-        self,
-        bank: DDLWorkload,
-        starts=None,
-        *,
-        episode_jobs: int = 1000,
-        max_steps: int | None = None,
-        machine: dict | None = None,
-        perf=None,
-        bw_cap=None,
-        fluct_std: float | None = None,
-        model_comm=None,
-        kappa_net: float = 1.0,
-        kappa_cpu: float = 0.5,
-        kappa_spread: float = 0.1,
-        price: float = 2.84,
-        alpha: float = 0.1,
-        jct_unit: float = 60.0,
-        load_scale: float = 1.0,
-        c_norm: float = 8.0,
-        wait_norm: float = 3600.0,
-        reward: str = "eq3",
-    ) -> GPUCloudParams:
+    def make_params(self, bank: DDLWorkload, starts=None, **knobs) -> GPUCloudParams:
         """Validate `bank` against the cluster (errors name the job and field) and build params.
 
         `machine`: capacities of each (identical) machine, default the V100 spec; `perf`: `[M]`
         performance factors (default all 1.0; `heterogeneous_perf` draws calibrated ones); `starts`:
-        episode start indices (default every admissible start); `reward`: one of `REWARDS`."""
-        return make_gpu_cloud_params(
-            self.config.n_machines, bank, starts, episode_jobs=episode_jobs, max_steps=max_steps,
-            machine=machine, perf=perf, bw_cap=bw_cap, fluct_std=fluct_std, model_comm=model_comm,
-            kappa_net=kappa_net, kappa_cpu=kappa_cpu, kappa_spread=kappa_spread, price=price, alpha=alpha,
-            jct_unit=jct_unit, load_scale=load_scale, c_norm=c_norm, wait_norm=wait_norm, reward=reward,
-        )  # fmt: skip
+        episode start indices (default every admissible start); `reward`: one of `REWARDS`. The knobs
+        and their defaults: `gpu_cloud_params.make_gpu_cloud_params` (episode_jobs, max_steps, machine,
+        perf, bw_cap, fluct_std, model_comm, kappa_net, kappa_cpu, kappa_spread, price, alpha, jct_unit,
+        load_scale, c_norm, wait_norm, reward)."""
+        return make_gpu_cloud_params(self.config.n_machines, bank, starts, **knobs)
 
     # ---- helpers -----------------------------------------------------------------------------------
     def _cap(self, params: GPUCloudParams) -> jax.Array:
