@@ -27,35 +27,6 @@ def test_registered_names_their_paper_and_defaults():
         jaxsched.make("das-quick", n_machines=1)
 
 
-def _rollout(env, params, policy, n_envs: int, steps: int):
-    """The README's loop: `vmap` over environments, `lax.scan` over steps; returns rewards `[T, B]`."""
-
-    def run(key):
-        obs, state = jax.vmap(env.reset, (0, None))(jax.random.split(key, n_envs), params)
-
-        def step(carry, k):
-            obs, state = carry
-            ka, ks = jax.random.split(k)
-            action = jax.vmap(policy, (None, 0, 0))(None, obs, jax.random.split(ka, n_envs))
-            obs, state, reward, *_ = jax.vmap(env.step, (0, 0, 0, None))(
-                jax.random.split(ks, n_envs), state, action, params
-            )
-            return (obs, state), reward
-
-        return jax.lax.scan(step, (obs, state), jax.random.split(key, steps))[1]
-
-    return jax.jit(run)(jax.random.key(0))
-
-
-@pytest.mark.parametrize("name,heuristic", [("dbf-quick", "sjf_easy"), ("das-quick", "tetris")])
-def test_a_heuristic_runs_in_either_env_under_vmap_and_scan(name, heuristic):
-    env, params = jaxsched.make(name, seed=1)
-    assert isinstance(env, HPCEnv if name.startswith("dbf") else GPUCloudEnv)
-    assert heuristic in heuristic_names(env) and "random" in heuristic_names(env)
-    rewards = _rollout(env, params, make_heuristic(env, heuristic), n_envs=4, steps=64)
-    assert rewards.shape == (64, 4) and np.isfinite(np.asarray(rewards)).all()
-
-
 def test_make_heuristic_is_the_systems_own_factory():
     """The HPC `_easy` suffix and `backfill=True` are one policy: the same schedule, episode for episode;
     a wrong name or option is an error naming it."""
@@ -77,7 +48,8 @@ def test_make_heuristic_is_the_systems_own_factory():
 
 @pytest.mark.parametrize("name,heuristic", [("dbf-quick", "fcfs_easy"), ("das-quick", "tetris")])
 def test_the_readme_example_runs_as_written(name, heuristic):
-    """README "Using it": the code block, run as it stands but for the env name and the sizes."""
+    """README "Using it": the code block — a heuristic in either env under `vmap` and `lax.scan` — run as
+    it stands but for the env name, the heuristic and the sizes."""
     from pathlib import Path
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
@@ -88,4 +60,6 @@ def test_the_readme_example_runs_as_written(name, heuristic):
         code = code.replace(old, new)
     scope: dict = {}
     exec(compile(code, "README.md", "exec"), scope)
+    assert isinstance(scope["env"], HPCEnv if name.startswith("dbf") else GPUCloudEnv)
+    assert heuristic in heuristic_names(scope["env"]) and "random" in heuristic_names(scope["env"])
     assert scope["rewards"].shape == (50, 4) and np.isfinite(np.asarray(scope["rewards"])).all()
