@@ -171,32 +171,3 @@ def test_da_learns_machine_speeds_and_beats_every_heuristic():
     summary = (best_name, best, constant, untrained, trained)
     assert (untrained > best).all() and constant > best, summary
     assert (trained < best).all() and trained.mean() < 0.92 * best, summary
-
-
-@pytest.mark.slow
-def test_rwgp_warm_start_learns_the_best_heuristic():
-    """DAS (RWGP placement, machine ids) after 30 imitation updates of Tetris, the best heuristic of the
-    two-speed cluster, 3 seeds under vmap. Measured (64 held-out episodes, mean JCT, min): warm-started
-    415 / 387 / 400 against Tetris's 399; untrained 303 / 560 / 570 (one initial prior happens to prefer
-    the fast machine); FIFO-FirstFit, the constant action, 559. Asserted: every seed within 10 % of its
-    teacher and at least 20 % below the constant action; the untrained seeds' mean above the best heuristic.
-
-    The RWGP agent's learning test (trained by MAPPO, beating every heuristic) is
-    `test_das_rwgp_learning.py`; this one is the test of the imitation warm start."""
-    from jaxsched.agents.imitation import pretrain
-
-    env, train_params, test_params, keys, jct = _learning_setup()
-    best = min(jct[k] for k in jct if k != "constant")
-    cfg = MAPPOConfig(
-        agent=DASAgentConfig.preset("das", hidden=32, heads=2, tau=4, machine_index=True), num_envs=16,
-        num_steps=32, update_epochs=4, num_minibatches=4, critic_hidden=(64, 64), imitation_updates=30,
-        imitation_teacher="tetris",
-    )  # fmt: skip
-    m = MAPPO(cfg, env, train_params)
-    init = jax.jit(jax.vmap(m.init))(jax.random.split(jax.random.key(0), LEARN_SEEDS))
-    untrained = _greedy_jct(m, init.params["actor"], test_params, keys)
-    warm, _ = jax.jit(jax.vmap(lambda r: pretrain(m, r)))(init)
-    learned = _greedy_jct(m, warm.params["actor"], test_params, keys)
-    summary = (jct, untrained, learned)
-    assert untrained.mean() > best, summary
-    assert (learned < 1.10 * jct["tetris"]).all() and (learned < 0.8 * jct["constant"]).all(), summary
