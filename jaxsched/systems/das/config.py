@@ -116,7 +116,7 @@ class EvalSection:
     episodes: int | None = None  # None = every held-out episode
     policies: tuple[str, ...] = HEURISTICS
     # Which checkpoint of a trained agent the test episodes see: the last, or per seed the one with the
-    # lowest JCT on `validation_episodes` episodes of the training bank (experiments.das_select).
+    # lowest JCT on `validation_episodes` episodes of the training bank (`systems.das.select`).
     select: str = "last"
     validation_episodes: int = 4
     # The learned policies act with their Gaussians' means (greedy) or sample them, as in training. The

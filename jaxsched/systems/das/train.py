@@ -9,9 +9,9 @@ one value per seed), `checkpoints/` (the vmapped MAPPO runner after each chunk; 
 from the last, as for DBF runs), `imitation.jsonl` (the warm start's per-update losses, when
 `mappo.imitation_updates` > 0; it runs once, before the first chunk), with `eval.select: validation`
 `validation.jsonl` and `selected/` (each seed's best checkpoint on validation episodes of the training
-bank: `das_select`), `learning_curve.png` and `eval.json`: the policy (greedy, the Gaussians' means,
+bank: `select`), `learning_curve.png` and `eval.json`: the policy (greedy, the Gaussians' means,
 unless `eval.greedy: false`) of the evaluated actor (each seed's last or selected checkpoint) on every
-test episode, with the evaluation keys of the heuristics (`das_eval.seed_keys`), so seed i of a learned
+test episode, with the evaluation keys of the heuristics (`evaluate.seed_keys`), so seed i of a learned
 scheduler and seed i of a heuristic see the same fluctuation draws — a paired comparison (`jaxsched
 table das`).
 
@@ -248,7 +248,7 @@ def evaluated_actor_params(cfg: DASConfig, variant: str, env, train_params):
 
 def validator(cfg: DASConfig, variant: str, env, train_params):
     """`actor [S, ...] -> avg JCT [S, V]` of the policies (as `eval.greedy` says) on the validation episodes
-    (`das_select.validation_starts`, `validation_keys`)."""
+    (`select.validation_starts`, `validation_keys`)."""
     _, _, evaluate, _ = programs(cfg.mappo_config(variant), env)
     n = cfg.eval.validation_episodes
     starts = jnp.asarray(validation_starts(train_params, cfg.env.episode_jobs, n), jnp.int32)
