@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from jaxsched.agents.das import DASAgent, DASAgentConfig
 from jaxsched.experiments.throughput import default_gpu_cloud_setup, measure_mappo
 
 
@@ -31,7 +32,10 @@ def main() -> None:
     records = []
     for variant in a.variants.split(","):
         for seeds in (int(s) for s in a.seeds.split(",")):
-            rec = measure_mappo(env, params, variant, seeds, a.num_envs, a.num_steps, a.updates, a.repeats)
+            agent = DASAgent.for_env(DASAgentConfig.preset(variant), env)
+            rec = measure_mappo(
+                env, params, agent, variant, seeds, a.num_envs, a.num_steps, a.updates, a.repeats
+            )
             records.append(rec)
             print(
                 f"{rec['agent']:>14} seeds {seeds}: {rec['env_steps_per_s']:>9,.0f} env calls/s "

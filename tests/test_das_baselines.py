@@ -37,7 +37,7 @@ def test_kmeans_with_fewer_valid_rows_than_groups():
 
 def one_obs(m):
     runner = jax.jit(m.init)(jax.random.key(0))
-    return runner, jax.tree.map(lambda x: x[0], runner.obs), jax.tree.map(lambda x: x[0], runner.history)
+    return runner, jax.tree.map(lambda x: x[0], runner.obs), jax.tree.map(lambda x: x[0], runner.carry)
 
 
 def test_presets():
@@ -54,10 +54,10 @@ def test_dl2_places_first_fit_and_its_log_prob_ignores_the_affinity():
     actor = runner.params["actor"]
     action, lp = m.act(actor, obs, hist, jax.random.key(1))
     np.testing.assert_array_equal(np.asarray(action.affinity), np.asarray(firstfit_affinity(obs)))
-    pol = m.distribution(actor, obs, hist)
+    pol = m.agent.distribution(actor, obs, hist)
     want = masked_normal_log_prob(pol.prio_mu, pol.prio_std, action.priority, obs.job_mask)
     np.testing.assert_allclose(np.asarray(lp), [float(want), 0.0], rtol=1e-6)  # [ordering, placement]
-    lp2, _ = m.log_prob_entropy(actor, obs, hist, action.priority, action.affinity + 5.0)
+    lp2, _ = m.agent.log_prob_entropy(actor, obs, hist, action.replace(affinity=action.affinity + 5.0))
     np.testing.assert_allclose(np.asarray(lp2), np.asarray(lp), rtol=1e-6)
 
 
@@ -74,7 +74,7 @@ def test_rifling_orders_fifo_and_shares_affinity_within_a_group():
     actor = runner.params["actor"]
     action, lp = m.act(actor, obs, hist, jax.random.key(2))
     np.testing.assert_array_equal(np.asarray(action.priority), np.asarray(fifo_priority(obs)))
-    pol = m.distribution(actor, obs, hist)
+    pol = m.agent.distribution(actor, obs, hist)
     # N = 4 slots → k = round(√2) = 1 group: every job gets the same sampled affinity row, and the
     # log-probability counts that row once.
     np.testing.assert_array_equal(np.asarray(pol.groups), [0, 0, 0, 0])

@@ -26,14 +26,14 @@ def test_das_rwgp_learns_machine_speeds_and_beats_every_heuristic():
     recipe), after a Tetris warm start 410–446. Other seed triples at 150 updates: 302 / 303 / 355 and
     310 / 315 / 306; the greedy JCT moves between plateaus (~305, ~330, ~355, ~560) from one checkpoint to
     the next, and at 100 or 125 updates one seed of nine was at or above Tetris (400, 420)."""
+    agent = DASAgentConfig.preset(
+        "das", hidden=32, heads=2, tau=4, machine_index=True, std_min=0.1, gp_noise=10.0
+    )
     cfg = MAPPOConfig(
-        agent=DASAgentConfig.preset(
-            "das", hidden=32, heads=2, tau=4, machine_index=True, std_min=0.1, gp_noise=10.0
-        ),
         num_envs=16, num_steps=32, total_updates=150, updates_per_chunk=150, update_epochs=4,
         num_minibatches=4, lr=1e-3, critic_hidden=(64, 64), ent_coef=0.0,
     )  # fmt: skip
-    best_name, best, constant, untrained, trained = train_against_heuristics(cfg)
+    best_name, best, constant, untrained, trained = train_against_heuristics(cfg, agent)
     summary = (best_name, best, constant, untrained, trained)
     assert untrained.mean() > best and constant > best, summary
     assert (trained < best).all() and trained.mean() < 0.92 * best, summary

@@ -11,9 +11,18 @@ import numpy as np
 import pytest
 from tiny_gpu_cloud import tiny_cluster
 
-from jaxsched.agents.das import DASActor, DASAgentConfig, empty_history, with_machine_index
-from jaxsched.agents.imitation import pretrain, rank_targets, teacher_action
-from jaxsched.agents.mappo import MAPPO, MAPPOConfig, update_value_stats, value_moments
+from jaxsched.agents.das import (
+    DASActor,
+    DASAgent,
+    DASAgentConfig,
+    empty_history,
+    rank_targets,
+    teacher_action,
+    with_machine_index,
+)
+from jaxsched.agents.imitation import pretrain
+from jaxsched.agents.mappo import MAPPO, MAPPOConfig
+from jaxsched.agents.pg import update_value_stats, value_moments
 from jaxsched.envs.gpu_cloud import GPUCloudAction
 from jaxsched.experiments.evaluate import run_episode
 from jaxsched.policies.gpu_cloud import make_heuristic
@@ -114,12 +123,12 @@ def test_warm_start_reproduces_fifo_firstfit():
     """DA with machine ids after 30 imitation updates (half of them DAgger) schedules 32 held-out
     episodes exactly as FIFO-FirstFit does (its greedy action ranks jobs and machines the same way)."""
     env, train_params, test_params = tiny_cluster()
+    agent = DASAgentConfig.preset("da", hidden=32, heads=2, tau=4, machine_index=True, std_min=0.1)
     cfg = MAPPOConfig(
-        agent=DASAgentConfig.preset("da", hidden=32, heads=2, tau=4, machine_index=True, std_min=0.1),
         num_envs=16, num_steps=32, update_epochs=4, num_minibatches=4, critic_hidden=(64, 64),
         imitation_updates=30, imitation_dagger=0.5,
     )  # fmt: skip
-    m = MAPPO(cfg, env, train_params)
+    m = MAPPO(cfg, env, train_params, DASAgent.for_env(agent, env))
     runner, metrics = jax.jit(lambda k: pretrain(m, m.init(k)))(jax.random.key(0))
     loss = np.asarray(metrics["imitation_loss"])
     assert loss.shape == (30,) and loss[-1] < 0.2 * loss[0]

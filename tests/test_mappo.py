@@ -1,5 +1,6 @@
-"""MAPPO wiring for the DAS agent: history handling, decision-aware GAE, the critic's own parameters,
-and a tiny training chunk of each placement head (finite metrics, parameters move)."""
+"""MAPPO with an injected multi-agent actor: the DAS agent's history handling, decision-aware GAE, the
+critic's own parameters, a tiny training chunk of each placement head (finite metrics, parameters move),
+an actor defined in this file, and the learning tests."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsched.agents.das import DASAgentConfig
+from jaxsched.agents.das import DASAgent, DASAgentConfig
 from jaxsched.agents.mappo import MAPPO, MAPPOConfig, MAPPOTransition, gae
-from jaxsched.envs.gpu_cloud import GPUCloudConfig, GPUCloudEnv
+from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudConfig, GPUCloudEnv
 from jaxsched.workloads.ddl import V100_MACHINE, drop_too_large, generate_pai_like
 
 M = 2
@@ -28,11 +29,11 @@ def setup(variant: str):
     bank, _ = drop_too_large(bank, *caps)
     params = env.make_params(bank, episode_jobs=20)
     cfg = MAPPOConfig(
-        agent=DASAgentConfig.preset(variant, hidden=16, heads=2, tau=3), num_envs=4, num_steps=16,
-        total_updates=2, updates_per_chunk=2, update_epochs=2, num_minibatches=2, lr=1e-3,
-        critic_hidden=(32,),
+        num_envs=4, num_steps=16, total_updates=2, updates_per_chunk=2, update_epochs=2, num_minibatches=2,
+        lr=1e-3, critic_hidden=(32,),
     )  # fmt: skip
-    return MAPPO(cfg, env, params)
+    agent = DASAgent.for_env(DASAgentConfig.preset(variant, hidden=16, heads=2, tau=3), env)
+    return MAPPO(cfg, env, params, agent)
 
 
 
@@ -49,14 +50,15 @@ def test_history_pushes_decisions_and_clears_at_episode_end():
     m = setup("das")
     runner = jax.jit(m.init)(jax.random.key(0))
     obs = jax.tree.map(lambda x: x[0], runner.obs)
-    hist = jax.tree.map(lambda x: x[0], runner.history)
+    hist = jax.tree.map(lambda x: x[0], runner.carry)
     aff = jnp.ones((4, M))
-    pushed = m.advance_history(hist, obs, aff, jnp.bool_(True), jnp.bool_(False))
+    action = lambda a: GPUCloudAction(jnp.zeros(4), a)  # noqa: E731
+    pushed = m.agent.advance(hist, obs, action(aff), jnp.bool_(True), jnp.bool_(False))
     assert int(pushed.valid.sum()) == 1 and int(pushed.head) == 1
     np.testing.assert_array_equal(pushed.affinity[0], aff)
-    kept = m.advance_history(pushed, obs, 2 * aff, jnp.bool_(False), jnp.bool_(False))
+    kept = m.agent.advance(pushed, obs, action(2 * aff), jnp.bool_(False), jnp.bool_(False))
     assert int(kept.valid.sum()) == 1  # a non-decision call is not a decision
-    cleared = m.advance_history(pushed, obs, aff, jnp.bool_(True), jnp.bool_(True))
+    cleared = m.agent.advance(pushed, obs, action(aff), jnp.bool_(True), jnp.bool_(True))
     assert not cleared.valid.any()
 
 
@@ -65,7 +67,7 @@ def test_gae_does_not_discount_continuation_calls():
     t, b = 3, 2
     zeros = jnp.zeros((t, b))
     traj = MAPPOTransition(
-        obs=None, history=None, priority=None, affinity=None, log_prob=zeros,
+        obs=None, carry=None, action=None, log_prob=zeros,
         value=jnp.zeros((t, b)), reward=jnp.array([[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]]),
         decision=jnp.array([[True, True], [True, False], [True, True]]), done=jnp.zeros((t, b), bool),
         next_value=zeros,
@@ -100,6 +102,79 @@ def test_critic_has_its_own_parameters_and_apply():
     g = jax.grad(lambda p: m.critic.apply(p["critic"], obs.global_state))(runner.params)
     assert all(float(jnp.abs(x).sum()) == 0.0 for x in jax.tree.leaves(g["actor"]))
     assert any(float(jnp.abs(x).sum()) > 0.0 for x in jax.tree.leaves(g["critic"]))
+
+
+class LinearPair:
+    """A two-agent actor defined here, not in the package: the ordering agent's priorities are
+    `N(jobs @ w, σ₀)`, the placement agent's affinity rows `N(bias [M], σ₁)` for every job; the carry
+    counts the decisions of the episode so far. It reaches MAPPO by injection with the interface MAPPO
+    documents (`agents.mappo.MultiAgentActor`)."""
+
+    learns = (True, True)
+
+    def init(self, key, obs, carry):
+        return {"w": 0.01 * jax.random.normal(key, obs.jobs.shape[-1:]), "bias": jnp.zeros(M),
+                "log_std": jnp.zeros(2)}  # fmt: skip
+
+    def initial_carry(self):
+        return jnp.int32(0)
+
+    def _dist(self, params, obs):
+        mu_p = obs.jobs @ params["w"]
+        mu_a = jnp.broadcast_to(params["bias"], obs.jobs.shape[:1] + (M,))
+        return mu_p, mu_a, jnp.exp(params["log_std"])
+
+    def _log_prob(self, params, obs, action):
+        mu_p, mu_a, std = self._dist(params, obs)
+        lp = lambda x, mu, s: jax.scipy.stats.norm.logpdf(x, mu, s)  # noqa: E731
+        return jnp.stack([
+            jnp.where(obs.job_mask, lp(action.priority, mu_p, std[0]), 0.0).sum(),
+            jnp.where(obs.job_mask[:, None], lp(action.affinity, mu_a, std[1]), 0.0).sum(),
+        ])  # fmt: skip
+
+    def act(self, params, obs, carry, key, greedy=False):
+        mu_p, mu_a, std = self._dist(params, obs)
+        if not greedy:
+            k1, k2 = jax.random.split(key)
+            mu_p = mu_p + std[0] * jax.random.normal(k1, mu_p.shape)
+            mu_a = mu_a + std[1] * jax.random.normal(k2, mu_a.shape)
+        action = GPUCloudAction(mu_p, mu_a)
+        return action, self._log_prob(params, obs, action)
+
+    def log_prob_entropy(self, params, obs, carry, action):
+        return self._log_prob(params, obs, action), params["log_std"].sum()
+
+    def advance(self, carry, obs, action, decision, done):
+        return jnp.where(done, 0, carry + decision.astype(jnp.int32))
+
+    def critic_input(self, obs):
+        return obs.global_state
+
+    def decision(self, obs):
+        return obs.decision
+
+
+def test_a_multi_agent_actor_defined_outside_the_package_trains_by_injection():
+    """MAPPO trains `LinearPair` with no change to the algorithm: the actor's parameters are the injected
+    agent's and they move (both agents learn), the critic is MAPPO's default, and the carry MAPPO stores
+    with each transition is, at every call, the number of decisions since the episode began."""
+    env, params = setup("da").base_env, setup("da").env_params
+    cfg = MAPPOConfig(num_envs=4, num_steps=16, total_updates=2, updates_per_chunk=2, update_epochs=2,
+                      num_minibatches=2, lr=1e-2, critic_hidden=(8,))  # fmt: skip
+    m = MAPPO(cfg, env, params, LinearPair())
+    runner = jax.jit(m.init)(jax.random.key(0))
+    assert set(runner.params["actor"]) == {"w", "bias", "log_std"}
+    trained, metrics = jax.jit(m.train_chunk)(runner)
+    assert_metrics_finite(metrics)
+    for name in ("w", "bias", "log_std"):
+        assert not np.allclose(trained.params["actor"][name], runner.params["actor"][name]), name
+    _, traj, _ = jax.jit(m.rollout)(runner, jax.random.key(1))
+    carry, decision, done = (np.asarray(x) for x in (traj.carry, traj.decision, traj.done))  # [T, B]
+    count = np.zeros(cfg.num_envs, np.int32)
+    for t in range(cfg.num_steps):
+        np.testing.assert_array_equal(carry[t], count)
+        count = np.where(done[t], 0, count + decision[t])
+    assert done.any() or count.max() > 0
 
 
 def test_greedy_episode_finishes_every_job():
@@ -139,13 +214,13 @@ def _greedy_jct(m: MAPPO, actor_params, test_params, keys) -> np.ndarray:
     return np.asarray(jax.jit(per_seed)(actor_params).mean(axis=1))
 
 
-def train_against_heuristics(cfg: MAPPOConfig):
-    """Train `cfg` from scratch on the two-speed cluster (`LEARN_SEEDS` seeds under vmap) and return
-    `(best heuristic's name, its JCT, the constant action's JCT, untrained [S], trained [S])`, every JCT the
-    mean greedy one over the held-out episodes (min)."""
+def train_against_heuristics(cfg: MAPPOConfig, agent: DASAgentConfig):
+    """Train `cfg` with the DAS agent `agent` from scratch on the two-speed cluster (`LEARN_SEEDS` seeds
+    under vmap) and return `(best heuristic's name, its JCT, the constant action's JCT, untrained [S],
+    trained [S])`, every JCT the mean greedy one over the held-out episodes (min)."""
     env, train_params, test_params, keys, jct = _learning_setup()
     best_name = min((k for k in jct if k != "constant"), key=jct.get)
-    m = MAPPO(cfg, env, train_params)
+    m = MAPPO(cfg, env, train_params, DASAgent.for_env(agent, env))
     init = jax.jit(jax.vmap(m.init))(jax.random.split(jax.random.key(0), LEARN_SEEDS))
     untrained = _greedy_jct(m, init.params["actor"], test_params, keys)
     runner, metrics = jax.jit(jax.vmap(m.train_chunk))(init)
@@ -163,11 +238,11 @@ def test_da_learns_machine_speeds_and_beats_every_heuristic():
     Asserted: every seed below the best heuristic, their mean at least 8 % below it; every untrained seed
     and the constant action above it (the negative controls)."""
     cfg = MAPPOConfig(
-        agent=DASAgentConfig.preset("da", hidden=32, heads=2, tau=4, machine_index=True), num_envs=16,
-        num_steps=32, total_updates=100, updates_per_chunk=100, update_epochs=4, num_minibatches=4, lr=1e-3,
-        critic_hidden=(64, 64), ent_coef=0.0,
+        num_envs=16, num_steps=32, total_updates=100, updates_per_chunk=100, update_epochs=4,
+        num_minibatches=4, lr=1e-3, critic_hidden=(64, 64), ent_coef=0.0,
     )  # fmt: skip
-    best_name, best, constant, untrained, trained = train_against_heuristics(cfg)
+    agent = DASAgentConfig.preset("da", hidden=32, heads=2, tau=4, machine_index=True)
+    best_name, best, constant, untrained, trained = train_against_heuristics(cfg, agent)
     summary = (best_name, best, constant, untrained, trained)
     assert (untrained > best).all() and constant > best, summary
     assert (trained < best).all() and trained.mean() < 0.92 * best, summary

@@ -2,6 +2,12 @@
 
     actor = DASActor(DASAgentConfig.preset("das"))
     policy = actor.apply(params, obs, history)   # DASPolicy: Gaussians over priorities [N], affinities [N, M]
+    agent = DASAgent.for_env(DASAgentConfig.preset("das"), env)
+    mappo = MAPPO(MAPPOConfig(), env, env_params, agent)   # agents.mappo: the algorithm, injected with it
+
+`DASAgent` is what MAPPO trains (its multi-agent actor interface): the two agents' Gaussians, their
+per-agent log-probabilities, the RWGP history as the per-env carry, the centralized critic's input (the
+env's global state) and, for the imitation warm start, the heuristic teachers and the fit to them.
 
 The ordering agent is `nn.das.OrderingEncoder` (Eq. 4–6) with the Gaussian priority head (Eq. 7–8). The
 placement agent is the Random Walk GP (`nn.rwgp.RWGPHead`, RWGP.md) over the last τ decisions, or, for the
@@ -28,14 +34,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxsched.core.metrics import masked_mean
+from jaxsched.core.placement import descending_rank
 from jaxsched.envs.gpu_cloud_obs import N_JOB_FEATURES, N_MACHINE_FEATURES, GPUCloudObs
-from jaxsched.nn.das import GaussianPriorityHead, MLPPlacementHead, OrderingEncoder
+from jaxsched.envs.gpu_cloud_types import GPUCloudAction
+from jaxsched.nn.das import (
+    GaussianPriorityHead,
+    MLPPlacementHead,
+    OrderingEncoder,
+    masked_normal_entropy,
+    masked_normal_log_prob,
+)
 from jaxsched.nn.grouping import kmeans_groups, rifling_k
 from jaxsched.nn.rwgp import RWGPHead, RWGPHistory
-from jaxsched.policies.gpu_cloud import fifo_priority, firstfit_affinity
+from jaxsched.policies.gpu_cloud import HEURISTICS, fifo_priority, firstfit_affinity, make_heuristic
 
 PRESETS = {
     "da": dict(message=False, placement="mlp"),
@@ -209,3 +225,144 @@ class DASActor(nn.Module):
             prio_std = floor(prio_std) if cfg.learns_ordering else prio_std
             aff_std = floor(aff_std) if cfg.learns_placement else aff_std
         return DASPolicy(prio_mu, prio_std, aff_mu, aff_std, groups, place_mask)
+
+
+# ---- the imitation teacher (DL²'s supervised stage; agents.imitation runs it) -------------------------
+def rank_targets(scores: jax.Array, mask: jax.Array) -> jax.Array:
+    """`f32[..., K]`: the valid entries' scores replaced by `1 − 2 (r + ½) / K_valid` (r = descending
+    rank, ties to the lower index as in the env); padded entries are 0. `mask: bool[..., K]`.
+
+    The env only uses the order of the priorities and, per job, of the affinities (`GPUCloudEnv` ranks
+    them), so a teacher's scores become evenly spaced values in (−1, 1) in the same order, which the tanh
+    heads can reach and which act exactly like the teacher."""
+    rank = descending_rank(jnp.where(mask, scores, -jnp.inf))
+    k = jnp.maximum(mask.sum(axis=-1, keepdims=True), 1)
+    return jnp.where(mask, 1.0 - 2.0 * (rank + 0.5) / k, 0.0)
+
+
+def teacher_action(teacher: str):
+    """`act(obs) -> GPUCloudAction`: the heuristic `teacher`'s action as rank targets (one env)."""
+    if teacher not in HEURISTICS:
+        raise ValueError(f"mappo.imitation_teacher must be one of {', '.join(HEURISTICS)}, got {teacher!r}")
+    policy = make_heuristic(teacher)
+
+    def act(obs: GPUCloudObs) -> GPUCloudAction:
+        a = policy(None, obs, None)
+        every_machine = jnp.ones(a.affinity.shape, bool)
+        return GPUCloudAction(
+            priority=rank_targets(a.priority, obs.job_mask), affinity=rank_targets(a.affinity, every_machine)
+        )
+
+    return act
+
+
+# ---- what MAPPO trains --------------------------------------------------------------------------------
+class DASAgent:
+    """The DAS actor as MAPPO's multi-agent actor (`agents.mappo.MultiAgentActor`), for one env: agent 0
+    orders (priorities of the N slots), agent 1 places (affinity rows); the carry is the RWGP history of
+    the last τ decisions (carried by the MLP variants too, unused)."""
+
+    def __init__(self, config: DASAgentConfig, n_slots: int, n_machines: int):
+        self.config = config
+        self.n_slots, self.n_machines = n_slots, n_machines
+        self.actor = DASActor(config)
+        self.learns = (config.learns_ordering, config.learns_placement)
+
+    @classmethod
+    def for_env(cls, config: DASAgentConfig, env) -> DASAgent:
+        """The agent for a `GPUCloudEnv`'s slot and machine counts."""
+        return cls(config, env.config.n_slots, env.config.n_machines)
+
+    def init(self, key: jax.Array, obs: GPUCloudObs, history: RWGPHistory):
+        return self.actor.init(key, obs, history)
+
+    def initial_carry(self) -> RWGPHistory:
+        return empty_history(self.config, self.n_slots, self.n_machines)
+
+    def distribution(self, params, obs: GPUCloudObs, history: RWGPHistory) -> DASPolicy:
+        """Both agents' Gaussians for one env."""
+        return self.actor.apply(params, obs, history)
+
+    def _log_prob(self, pol: DASPolicy, obs: GPUCloudObs, action: GPUCloudAction):
+        """`f32[2]`: the log-densities of the two agents' actions — the ordering agent's priorities of
+        the valid slots, the placement agent's affinity rows of the placement groups (each once); 0 for
+        a fixed (heuristic) half. Kept apart so that each agent has its own PPO ratio (MAPPO)."""
+        lp_order, lp_place = jnp.float32(0.0), jnp.float32(0.0)
+        if self.config.learns_ordering:
+            lp_order = masked_normal_log_prob(pol.prio_mu, pol.prio_std, action.priority, obs.job_mask)
+        if self.config.learns_placement:
+            lp_place = masked_normal_log_prob(pol.aff_mu, pol.aff_std, action.affinity, pol.place_mask)
+        return jnp.stack([lp_order, lp_place])
+
+    def act(self, params, obs: GPUCloudObs, history: RWGPHistory, key: jax.Array, greedy: bool = False):
+        """Sample (or take the means of) both actions: `(GPUCloudAction, log_prob f32[2])`. A fixed half
+        (σ = 0) is its heuristic's action; affinity noise is shared within a placement group."""
+        pol = self.distribution(params, obs, history)
+        prio, aff = pol.prio_mu, pol.aff_mu
+        if not greedy:
+            k1, k2 = jax.random.split(key)
+            prio = prio + pol.prio_std * jax.random.normal(k1, prio.shape)
+            aff = aff + pol.aff_std[:, None] * jax.random.normal(k2, aff.shape)[pol.groups]
+        action = GPUCloudAction(priority=prio, affinity=aff)
+        return action, self._log_prob(pol, obs, action)
+
+    def log_prob_entropy(self, params, obs: GPUCloudObs, history: RWGPHistory, action: GPUCloudAction):
+        """Per-agent log-probs `f32[2]` of `action`, and the entropy *per action dimension* (mean over the
+        learned Gaussians: 1 per valid slot for the ordering, M per placement group). Per dimension, so
+        that the entropy weight does not scale with the number of visible jobs and machines."""
+        cfg = self.config
+        pol = self.distribution(params, obs, history)
+        ent, dims = jnp.float32(0.0), jnp.float32(0.0)
+        if cfg.learns_ordering:
+            ent += masked_normal_entropy(pol.prio_mu, pol.prio_std, obs.job_mask)
+            dims += obs.job_mask.sum()
+        if cfg.learns_placement:
+            ent += masked_normal_entropy(pol.aff_mu, pol.aff_std, pol.place_mask)
+            dims += pol.place_mask.sum() * pol.aff_mu.shape[-1]
+        return self._log_prob(pol, obs, action), ent / jnp.maximum(dims, 1)
+
+    @staticmethod
+    def advance(history: RWGPHistory, obs: GPUCloudObs, action: GPUCloudAction, decision, done):
+        """Push a decision into one env's history; clear it when the episode ended."""
+        pushed = history.push(obs.jobs, obs.job_mask, obs.machines, action.affinity)
+        history = jax.tree.map(lambda a, b: jnp.where(decision, a, b), pushed, history)
+        return jax.tree.map(lambda a, b: jnp.where(done, a, b), history.clear(), history)
+
+    @staticmethod
+    def critic_input(obs: GPUCloudObs) -> jnp.ndarray:
+        return obs.global_state
+
+    @staticmethod
+    def decision(obs: GPUCloudObs) -> jnp.ndarray:
+        return obs.decision
+
+    # ---- imitation (agents.imitation) ----------------------------------------------------------------
+    @staticmethod
+    def teacher(name: str):
+        """`label(obs) -> GPUCloudAction`: the heuristic `name` as rank targets (`teacher_action`)."""
+        return teacher_action(name)
+
+    def imitation_error(self, params, obs: GPUCloudObs, history: RWGPHistory, label: GPUCloudAction,
+                        log_std_target: float):  # fmt: skip
+        """`(fit, mean_err)` for one call: the mean squared error of the learned (greedy) means to the
+        teacher's `label`, and `fit` = that plus `(log σ − log_std_target)²` of every learned Gaussian."""
+        cfg = self.config
+        pol = self.distribution(params, obs, history)
+        mean_err, std_err = jnp.float32(0.0), jnp.float32(0.0)
+        if cfg.learns_ordering:
+            mask = obs.job_mask
+            mean_err += masked_mean(jnp.square(pol.prio_mu - label.priority), mask)
+            std_err += masked_mean(jnp.square(jnp.log(pol.prio_std) - log_std_target), mask)
+        if cfg.learns_placement:
+            rows = pol.place_mask
+            every = jnp.broadcast_to(rows[:, None], label.affinity.shape)
+            aff_mu = pol.aff_mu
+            if cfg.placement == "rwgp":
+                # The greedy RWGP's history holds its own means, so its posterior mean is its prior mean
+                # (tests/test_imitation.py::test_greedy_rwgp_posterior_mean_is_its_prior_mean): fit the
+                # prior, the mean with the history cleared. The σ stays the posterior's (with no history
+                # it is the kernel's constant 1), hence the second pass.
+                aff_mu = self.distribution(params, obs, history.clear()).aff_mu
+            mean_err += masked_mean(jnp.square(aff_mu - label.affinity), every)
+            std_err += masked_mean(jnp.square(jnp.log(pol.aff_std) - log_std_target), rows)
+        return mean_err + std_err, mean_err

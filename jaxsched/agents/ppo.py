@@ -36,29 +36,22 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxsched.core.wrappers import LogWrapper, episode_mean
+from jaxsched.agents.pg import (
+    check_schedule,
+    clipped_surrogate,
+    clipped_value_loss,
+    episode_log,
+    flatten_steps,
+    gae,
+    normalize_advantages,
+    ratio_metrics,
+    sgd_epochs,
+    update_metrics,
+)
+from jaxsched.core.wrappers import LogWrapper
 from jaxsched.nn.mlp import ACTIVATION_NAMES, VecActorCritic
 
 MASKED_LOGIT = -1e9
-
-
-def check_schedule(cfg, prefix: str) -> None:
-    """Validate the rollout/update schedule fields a PPO-family config shares (`num_envs`, `num_steps`,
-    `total_updates`, `updates_per_chunk`, `update_epochs`, `num_minibatches`); errors name `prefix.field`."""
-    for name in ("num_envs", "num_steps", "total_updates", "updates_per_chunk", "update_epochs",
-                 "num_minibatches"):  # fmt: skip
-        if getattr(cfg, name) < 1:
-            raise ValueError(f"{prefix}.{name} must be >= 1, got {getattr(cfg, name)}")
-    if (cfg.num_envs * cfg.num_steps) % cfg.num_minibatches:
-        raise ValueError(
-            f"{prefix}.num_minibatches ({cfg.num_minibatches}) must divide num_envs × num_steps "
-            f"({cfg.num_envs} × {cfg.num_steps})"
-        )
-    if cfg.total_updates % cfg.updates_per_chunk:
-        raise ValueError(
-            f"{prefix}.updates_per_chunk ({cfg.updates_per_chunk}) must divide total_updates "
-            f"({cfg.total_updates})"
-        )
 
 
 @dataclass(frozen=True)
@@ -198,41 +191,6 @@ def masked_logits(logits: jnp.ndarray, mask: jnp.ndarray) -> jnp.ndarray:
     return jnp.where(mask, logits, MASKED_LOGIT)
 
 
-def gae(traj: Transition, gamma, lam) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """Advantages and returns `[T, B]`. δ_t = r_t + γ·V(s'_t) − V(s_t), with V(s'_t) the value of the
-    state the step reached (0 if terminal, the pre-reset state's value if truncated); traces stop at
-    episode ends. `traj` is any pytree with `reward`, `value`, `next_value`, `done` `[T, B]`; `gamma` a
-    scalar or a per-step `[T, B]` discount."""
-    gammas = jnp.broadcast_to(jnp.asarray(gamma, traj.reward.dtype), traj.reward.shape)
-
-    def body(next_adv, x):
-        t, g = x
-        delta = t.reward + g * t.next_value - t.value
-        adv = delta + g * lam * (1.0 - t.done) * next_adv
-        return adv, adv
-
-    _, adv = jax.lax.scan(body, jnp.zeros_like(traj.value[0]), (traj, gammas), reverse=True)
-    return adv, adv + traj.value
-
-
-def sgd_epochs(loss, opt, params, opt_state, batch, key, epochs: int, num_minibatches: int):
-    """`epochs` passes of minibatch SGD over `batch` (a pytree of `[n, ...]` arrays, shuffled each epoch):
-    `loss(params, minibatch) -> (total, aux)`. Returns `((params, opt_state), aux [epochs, minibatches])`."""
-    n = jax.tree.leaves(batch)[0].shape[0]
-
-    def epoch(carry, k):
-        def minibatch(carry, idx):
-            params, opt_state = carry
-            grads, aux = jax.grad(loss, has_aux=True)(params, jax.tree.map(lambda x: x[idx], batch))
-            updates, opt_state = opt.update(grads, opt_state, params)
-            return (optax.apply_updates(params, updates), opt_state), aux
-
-        perm = jax.random.permutation(k, n).reshape(num_minibatches, n // num_minibatches)
-        return jax.lax.scan(minibatch, carry, perm)
-
-    return jax.lax.scan(epoch, (params, opt_state), jax.random.split(key, epochs))
-
-
 class PPO:
     """PPO over one environment family; see the module docstring."""
 
@@ -327,12 +285,7 @@ class PPO:
                 done=done,
                 next_value=jnp.where(terminated, 0.0, v_final),
             )
-            log = {
-                "returned_episode": info["returned_episode"],
-                "episode_return": info["returned_episode_returns"],
-                "episode_length": info["returned_episode_lengths"],
-                "episode_metrics": info["returned_episode_metrics"],
-            }
+            log = episode_log(info, with_length=True)
             if self.config.normalize_obs:
                 log["raw_vec"] = obs.vec
             return (env_state2, obs2), (tr, log)
@@ -347,20 +300,17 @@ class PPO:
         pi = self._dist(logits, batch.mask)
         log_prob = pi.log_prob(batch.action)
         ratio = jnp.exp(log_prob - batch.log_prob)
-        norm_adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        actor = -jnp.minimum(
-            ratio * norm_adv, jnp.clip(ratio, 1 - hp.clip_eps, 1 + hp.clip_eps) * norm_adv
-        ).mean()
-        v_clipped = batch.value + jnp.clip(value - batch.value, -hp.clip_eps, hp.clip_eps)
-        critic = 0.5 * jnp.maximum((value - targets) ** 2, (v_clipped - targets) ** 2).mean()
+        actor = -clipped_surrogate(ratio, normalize_advantages(adv), hp.clip_eps).mean()
+        critic = clipped_value_loss(value, batch.value, targets, hp.clip_eps)
         entropy = pi.entropy().mean()
         total = actor + hp.vf_coef * critic - hp.ent_coef * entropy
+        approx_kl, clipped = ratio_metrics(ratio, hp.clip_eps)
         aux = {
             "actor_loss": actor,
             "critic_loss": critic,
             "entropy": entropy,
-            "approx_kl": ((ratio - 1) - jnp.log(ratio)).mean(),
-            "clip_frac": (jnp.abs(ratio - 1) > hp.clip_eps).mean(),
+            "approx_kl": approx_kl.mean(),
+            "clip_frac": clipped.mean(),
         }
         return total, aux
 
@@ -371,8 +321,7 @@ class PPO:
         key, k_roll, k_perm = jax.random.split(key, 3)
         runner, traj, log = self.rollout(runner, k_roll)
         adv, targets = gae(traj, hp.gamma, hp.gae_lambda)
-        n = cfg.steps_per_update
-        flat = jax.tree.map(lambda a: a.reshape((n,) + a.shape[2:]), (traj, adv, targets))
+        flat = flatten_steps((traj, adv, targets), cfg.steps_per_update)
         (params, opt_state), aux = sgd_epochs(
             lambda p, b: self.loss(p, hp, *b), self.optimizer(hp), runner.params, runner.opt_state, flat,
             k_perm, cfg.update_epochs, cfg.num_minibatches,
@@ -385,16 +334,7 @@ class PPO:
             key=jax.random.key_data(key),
             update=runner.update + 1,
         )
-        done = log["returned_episode"]
-        metrics = {k: v.mean() for k, v in aux.items()}
-        metrics["episodes"] = done.sum()
-        metrics["episode_return"] = episode_mean(log["episode_return"], done)
-        metrics["episode_length"] = episode_mean(log["episode_length"].astype(jnp.float32), done)
-        for k, v in log["episode_metrics"].items():
-            metrics[k] = episode_mean(v.astype(jnp.float32), done)
-        metrics["reward_per_step"] = traj.reward.mean()
-        metrics["update"] = runner.update
-        return runner, metrics
+        return runner, update_metrics(aux, log, traj.reward, runner.update)
 
     def train_chunk(self, runner: RunnerState, hp: PPOHParams | None = None) -> tuple[RunnerState, dict]:
         """`updates_per_chunk` updates in one `lax.scan`; metrics are `[updates_per_chunk]`."""

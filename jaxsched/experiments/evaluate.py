@@ -1,8 +1,8 @@
 """Run any policy (heuristic or learned, `policy(params, obs, key) -> action`) on an env for whole
 episodes and collect the env's end-of-episode metrics.
 
-Episodes run in one jitted `lax.while_loop` per batch, `vmap`ped over episode keys: the same keys give
-every policy the same episodes (the reset draws the workload window from the key).
+Episodes run through `core.episode.run_episode` (one jitted `lax.while_loop`), `vmap`ped over episode
+keys: the same keys give every policy the same episodes (the reset draws the workload window from the key).
 """
 
 from __future__ import annotations
@@ -11,27 +11,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsched.core import episode
+
 
 def run_episode(env, env_params, policy, policy_params, key: jax.Array) -> dict[str, jax.Array]:
-    """One episode to its end (terminated or truncated); returns `env.metrics` plus `return`."""
-    k_reset, k_loop = jax.random.split(key)
-    obs, state = env.reset(k_reset, env_params)
-
-    def cond(carry):
-        return ~carry[2]
-
-    def body(carry):
-        obs, state, _, total, k = carry
-        k, k_act, k_step = jax.random.split(k, 3)
-        action = policy(policy_params, obs, k_act)
-        obs, state, reward, terminated, truncated, _ = env.step_env(k_step, state, action, env_params)
-        return obs, state, terminated | truncated, total + reward, k
-
-    init = (obs, state, jnp.bool_(False), jnp.float32(0.0), k_loop)
-    _, state, _, total, _ = jax.lax.while_loop(cond, body, init)
-    out = dict(env.metrics(state, env_params))
-    out["return"] = total
-    return out
+    """One episode of `policy(params, obs, key)` to its end; returns `env.metrics` plus `return`."""
+    return episode.run_episode(env, env_params, episode.stateless(policy, policy_params), key)
 
 
 def evaluate_policy(env, env_params, policy, keys: jax.Array, policy_params=None) -> dict[str, np.ndarray]:

@@ -259,19 +259,18 @@ def train_throughput(
 
 
 def measure_mappo(
-    env, params, variant: str = "das", seeds: int = 1, num_envs: int = 16, num_steps: int = 64,
+    env, params, agent, label: str, seeds: int = 1, num_envs: int = 16, num_steps: int = 64,
     updates: int = 2, repeats: int = 3, seed: int = 0, **mappo_overrides,
 ) -> dict:  # fmt: skip
-    """One record: MAPPO training throughput of a DAS variant (`da`, `da_mc`, `da_rwgp`, `das`) on the
-    GPU-cloud env, `seeds` vmapped: env calls/s and decisions/s during training (rollout + update)."""
-    from jaxsched.agents.das import DASAgentConfig
+    """One record: MAPPO training throughput of the multi-agent actor `agent` (named `label` in the
+    record) on `env`, `seeds` vmapped: env calls/s and decisions/s during training (rollout + update)."""
     from jaxsched.agents.mappo import MAPPO, MAPPOConfig
 
     cfg = MAPPOConfig(
-        agent=DASAgentConfig.preset(variant), num_envs=num_envs, num_steps=num_steps, total_updates=updates,
-        updates_per_chunk=updates, **mappo_overrides,
+        num_envs=num_envs, num_steps=num_steps, total_updates=updates, updates_per_chunk=updates,
+        **mappo_overrides,
     )  # fmt: skip
-    mappo = MAPPO(cfg, env, params)
+    mappo = MAPPO(cfg, env, params, agent)
     runner = jax.jit(jax.vmap(mappo.init))(jax.random.split(jax.random.key(seed), seeds))
     chunk = jax.jit(jax.vmap(mappo.train_chunk))
     first, times = _time(chunk, runner, repeats=repeats)
@@ -280,7 +279,7 @@ def measure_mappo(
     decision_frac = float(jnp.mean(metrics["decision_frac"]))
     calls = seeds * updates * num_envs * num_steps
     return {
-        "agent": f"mappo_{variant}",
+        "agent": f"mappo_{label}",
         "env": env.name,
         "n_machines": env.config.n_machines,
         "seeds": seeds,

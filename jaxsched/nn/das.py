@@ -20,14 +20,12 @@ Choices the paper leaves open:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import distrax
 import flax.linen as nn
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.nn.mlp import MLP
+from jaxsched.nn.mlp import ValueMLP
 
 STD_FLOOR = 1e-3
 
@@ -117,20 +115,14 @@ class MLPPlacementHead(nn.Module):
         return mu, std
 
 
-class CentralCritic(nn.Module):
-    """`global_state f32[..., G] -> value f32[...]`: MAPPO's centralized critic as an MLP.
+class CentralCritic(ValueMLP):
+    """`global_state f32[..., G] -> value f32[...]`: MAPPO's centralized critic as an MLP (`ValueMLP`,
+    which MAPPO uses by default).
 
     Deviation: the paper's Eq. 15 also feeds both agents' actions, which makes it a Q-function trained by
     TD with target networks (Eq. 16). We use MAPPO's standard state-value critic V(s) on the environment's
     global state, which GAE (the paper's B_t) needs anyway and which has no action input to differentiate.
     """
-
-    hidden: Sequence[int] = (256, 256)
-    act: str = "tanh"
-
-    @nn.compact
-    def __call__(self, global_state):
-        return jnp.squeeze(MLP(self.hidden, 1, self.act, 1.0)(global_state), -1)
 
 
 def _expand_trailing(a, ndim: int):

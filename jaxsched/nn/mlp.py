@@ -86,3 +86,14 @@ class VecActorCritic:
 
     def value(self, params, obs):
         return self.module.apply(params, obs.vec, method=ActorCritic.value)
+
+
+class ValueMLP(nn.Module):
+    """`x: f32[..., G] -> value f32[...]`: a state-value MLP (MAPPO's default centralized critic)."""
+
+    hidden: Sequence[int] = (256, 256)
+    act: str = "tanh"
+
+    @nn.compact
+    def __call__(self, x):
+        return jnp.squeeze(MLP(self.hidden, 1, self.act, 1.0)(x), -1)

@@ -53,6 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxsched.core.episode import run_episode
 from jaxsched.core.placement import descending_rank
 from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudEnv, GPUCloudObs, GPUCloudState
 from jaxsched.policies.gpu_cloud import make_heuristic
@@ -343,25 +344,12 @@ def as_planner(policy) -> Callable:
 
 
 def run_planner_episode(env: GPUCloudEnv, env_params, planner, key: jax.Array) -> dict[str, jax.Array]:
-    """One episode to its end with `planner(None, obs, state, key)` deciding every round (like
-    `experiments.evaluate.run_episode`); returns `env.metrics` plus `return`. The planner also runs on a
+    """One episode to its end with `planner(None, obs, state, key)` deciding every round (through
+    `core.episode.run_episode`); returns `env.metrics` plus `return`. The planner also runs on a
     call that continues a split forward (`obs.decision` False; the env ignores its action): skipping it
     with `lax.cond` saves nothing under `vmap` (both branches run) and slows tracing."""
-    k_reset, k_loop = jax.random.split(key)
-    obs, state = env.reset(k_reset, env_params)
-
-    def body(carry):
-        obs, state, _, total, k = carry
-        k, k_act, k_step = jax.random.split(k, 3)
-        action = planner(None, obs, state, k_act)
-        obs, state, reward, terminated, truncated, _ = env.step_env(k_step, state, action, env_params)
-        return obs, state, terminated | truncated, total + reward, k
-
-    init = (obs, state, jnp.bool_(False), jnp.float32(0.0), k_loop)
-    _, state, _, total, _ = jax.lax.while_loop(lambda c: ~c[2], body, init)
-    out = dict(env.metrics(state, env_params))
-    out["return"] = total
-    return out
+    act = lambda obs, state, carry, k: (planner(None, obs, state, k), carry)  # noqa: E731
+    return run_episode(env, env_params, act, key)
 
 
 def decision_states(

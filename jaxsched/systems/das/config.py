@@ -28,7 +28,6 @@ for training (episodes start anywhere) and the rest for testing (consecutive, no
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -120,7 +119,7 @@ class EvalSection:
     select: str = "last"
     validation_episodes: int = 4
     # The learned policies act with their Gaussians' means (greedy) or sample them, as in training. The
-    # greedy RWGP head places with its prior mean alone (agents/imitation.py, imitation_loss).
+    # greedy RWGP head places with its prior mean alone (agents/das.py, DASAgent.imitation_error).
     greedy: bool = True
 
     def __post_init__(self):
@@ -183,10 +182,15 @@ class DASConfig(ExperimentConfig):
     workload: WorkloadSection = field(default_factory=WorkloadSection)
     eval: EvalSection = field(default_factory=EvalSection)
     agent: AgentSection = field(default_factory=AgentSection)
-    mappo: MAPPOConfig = field(default_factory=MAPPOConfig)  # its `agent` field is set per variant
+    mappo: MAPPOConfig = field(default_factory=MAPPOConfig)
 
-    def mappo_config(self, variant: str) -> MAPPOConfig:
-        return dataclasses.replace(self.mappo, agent=self.agent.agent_config(variant))
+    def __post_init__(self):
+        super().__post_init__()
+        if self.mappo.imitation_teacher not in HEURISTICS:
+            raise ValueError(
+                f"mappo.imitation_teacher must be one of {', '.join(HEURISTICS)}, "
+                f"got {self.mappo.imitation_teacher!r}"
+            )
 
 
 def das_config_from_dict(d: dict, source: str | Path | None = None) -> DASConfig:

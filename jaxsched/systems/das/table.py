@@ -330,8 +330,7 @@ def latency_rows(cfg: DASConfig, variants, planners=()) -> list[dict]:
     """Seconds per scheduling round (one env, batch 1, on this device) of each heuristic, trained
     variant and planner, on busy decision points of FIFO-LoadBalance episodes; per job = per round ÷ the
     jobs visible in the round."""
-    from jaxsched.agents.das import DASAgentConfig, empty_history
-    from jaxsched.agents.mappo import MAPPO, MAPPOConfig
+    from jaxsched.agents.das import DASAgent
     from jaxsched.policies.metaheuristics import decision_states, make_malo, make_mosa, time_per_decision
 
     env, train_params, test_params, _ = build_for_eval(cfg)
@@ -345,12 +344,10 @@ def latency_rows(cfg: DASConfig, variants, planners=()) -> list[dict]:
         policy = jax.jit(lambda o, k, p=heuristic: p(None, o, k))
         rows.append({"name": name, "round_s": _median_time(policy, obs, key)})
     for v in variants:
-        mcfg = MAPPOConfig(agent=DASAgentConfig.preset(v, hidden=cfg.agent.hidden, heads=cfg.agent.heads,
-                                                       tau=cfg.agent.tau))  # fmt: skip
-        mappo = MAPPO(mcfg, env, test_params)
-        history = empty_history(mcfg.agent, env.config.n_slots, env.config.n_machines)
-        actor = mappo.actor.init(jax.random.key(2), obs, history)  # latency does not depend on the weights
-        act = jax.jit(lambda a, o, h, k, m=mappo: m.act(a, o, h, k, greedy=True))
+        agent = DASAgent.for_env(cfg.agent.agent_config(v), env)
+        history = agent.initial_carry()
+        actor = agent.init(jax.random.key(2), obs, history)  # latency does not depend on the weights
+        act = jax.jit(lambda a, o, h, k, ag=agent: ag.act(a, o, h, k, greedy=True))
         rows.append({"name": v, "round_s": _median_time(act, actor, obs, history, key)})
     for p in planners:
         planner = {"mosa": make_mosa, "malo": make_malo}[p](env, test_params)

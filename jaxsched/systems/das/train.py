@@ -31,6 +31,7 @@ import numpy as np
 import yaml
 
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
+from jaxsched.agents.das import DASAgent, DASAgentConfig
 from jaxsched.agents.imitation import pretrain
 from jaxsched.agents.mappo import MAPPO, MAPPOConfig
 from jaxsched.experiments.sharding import seed_sharding, shard_seeds
@@ -62,21 +63,26 @@ CURVE_METRICS = ("episode_return", "avg_jct_min", "avg_fee", "entropy")
 _PROGRAMS: dict = {}
 
 
-def programs(mappo_config: MAPPOConfig, env):
+def make_mappo(mappo_config: MAPPOConfig, agent_config: DASAgentConfig, env, env_params) -> MAPPO:
+    """MAPPO on the GPU-cloud env with the DAS agent of `agent_config` injected."""
+    return MAPPO(mappo_config, env, env_params, DASAgent.for_env(agent_config, env))
+
+
+def programs(mappo_config: MAPPOConfig, agent_config: DASAgentConfig, env):
     """Jitted `init(keys, env_params)`, `chunk(runner, env_params)` (vmapped over seeds),
     `evaluate(actor_params [S], env_params, starts [E], keys [S, E], greedy) -> {metric: [S, E]}` and
     `warm_start(runner, env_params) -> (runner, imitation metrics [S, imitation_updates])`."""
-    cache_key = (mappo_config, env.config)
+    cache_key = (mappo_config, agent_config, env.config)
     if cache_key not in _PROGRAMS:
 
         def init(keys, env_params):
-            return jax.vmap(MAPPO(mappo_config, env, env_params).init)(keys)
+            return jax.vmap(make_mappo(mappo_config, agent_config, env, env_params).init)(keys)
 
         def chunk(runner, env_params):
-            return jax.vmap(MAPPO(mappo_config, env, env_params).train_chunk)(runner)
+            return jax.vmap(make_mappo(mappo_config, agent_config, env, env_params).train_chunk)(runner)
 
         def evaluate(actor_params, env_params, starts, keys, greedy=True):
-            mappo = MAPPO(mappo_config, env, env_params)
+            mappo = make_mappo(mappo_config, agent_config, env, env_params)
 
             def one(actor, start, key):
                 return mappo.run_episode(actor, env_params.replace(starts=start[None]), key, greedy=greedy)
@@ -85,7 +91,8 @@ def programs(mappo_config: MAPPOConfig, env):
             return jax.vmap(over_episodes, in_axes=(0, None, 0))(actor_params, starts, keys)
 
         def warm_start(runner, env_params):
-            return jax.vmap(lambda r: pretrain(MAPPO(mappo_config, env, env_params), r))(runner)
+            mappo = make_mappo(mappo_config, agent_config, env, env_params)
+            return jax.vmap(lambda r: pretrain(mappo, r))(runner)
 
         _PROGRAMS[cache_key] = (
             jax.jit(init),
@@ -142,8 +149,8 @@ def train_das(
     t_build = time.perf_counter()
     built = build_for_eval(cfg)
     env, train_params, _, _ = built
-    mcfg = cfg.mappo_config(variant)
-    init, chunk, _, warm_start = programs(mcfg, env)
+    mcfg = cfg.mappo
+    init, chunk, _, warm_start = programs(mcfg, cfg.agent.agent_config(variant), env)
     resuming = check_no_run(run_dir, resume) is not None
     if resuming:
         _check_resumable(cfg, run_dir)
@@ -211,7 +218,7 @@ def _imitation_start(init, warm_start, mcfg: MAPPOConfig, run_dir: Path, keys, p
 
 
 def _abstract_runner(cfg: DASConfig, variant: str, env, train_params):
-    init, *_ = programs(cfg.mappo_config(variant), env)
+    init, *_ = programs(cfg.mappo, cfg.agent.agent_config(variant), env)
     return abstract_state(init, training_keys(cfg), train_params)
 
 
@@ -249,7 +256,7 @@ def evaluated_actor_params(cfg: DASConfig, variant: str, env, train_params):
 def validator(cfg: DASConfig, variant: str, env, train_params):
     """`actor [S, ...] -> avg JCT [S, V]` of the policies (as `eval.greedy` says) on the validation episodes
     (`select.validation_starts`, `validation_keys`)."""
-    _, _, evaluate, _ = programs(cfg.mappo_config(variant), env)
+    _, _, evaluate, _ = programs(cfg.mappo, cfg.agent.agent_config(variant), env)
     n = cfg.eval.validation_episodes
     starts = jnp.asarray(validation_starts(train_params, cfg.env.episode_jobs, n), jnp.int32)
     keys = validation_keys(cfg.eval.seed, cfg.num_seeds, n)
@@ -260,7 +267,7 @@ def validator(cfg: DASConfig, variant: str, env, train_params):
 def evaluate_learned(cfg: DASConfig, variant: str, actor_params, env, test_params, starts):
     """Episodes of every seed's actor (greedy unless `eval.greedy: false`) on every test episode →
     `{metric: [S, E]}` (numpy)."""
-    _, _, evaluate, _ = programs(cfg.mappo_config(variant), env)
+    _, _, evaluate, _ = programs(cfg.mappo, cfg.agent.agent_config(variant), env)
     sharding = seed_sharding(cfg.num_seeds)  # the seeds over the local devices
     keys = shard_seeds(seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts)), sharding)
     actor_params = shard_seeds(actor_params, sharding)
