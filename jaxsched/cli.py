@@ -1,10 +1,12 @@
-"""Command line: `jaxsched train | eval | demo | table | bench | report | hpc-table`.
+"""Command line: `jaxsched train | eval | report | bench CONFIG`, `table SYSTEM`, `demo`, `hpc-table`.
 
-`train CONFIG` trains the learner(s) of a YAML config, whose `kind:` picks the system (`dbf`: PPO;
-`das`: each MAPPO variant), in chunks with checkpoints and `--resume`; `eval CONFIG [--checkpoint
-RUN_DIR]` evaluates the system's heuristic baselines and a trained run on the held-out episodes. `table
-SYSTEM` prints a paper's tables; `report` and `hpc-table` are DBF's (the split-sweep report, and the
-RLScheduler-compatible heuristic table). The CLI is the only module that knows the registry of systems
+Every command on a CONFIG works for every system, picked by the YAML's `kind:`. `train CONFIG` trains
+the learner(s) (`dbf`: PPO; `das`: each MAPPO variant) in chunks with checkpoints and `--resume`; `eval
+CONFIG [--checkpoint RUN_DIR]` evaluates the system's heuristic baselines and a trained run on the
+held-out episodes; `report CONFIG` shows where the config's runs stand (training and evaluation tables,
+learning curves); `bench [CONFIG]` measures the env's throughput with one of its heuristics. `table
+SYSTEM` prints a paper's tables (DBF: the split sweep over trained runs); `hpc-table` is DBF's
+RLScheduler-compatible heuristic table. The CLI is the only module that knows the registry of systems
 (`jaxsched.systems`).
 
 `demo` (the README's main job) builds a Lublin-model workload on the device, runs the HPC env with the
@@ -115,7 +117,7 @@ def _add_module_command(sub, name: str, module, help: str) -> None:
 
 def _add_system_commands(sub) -> None:
     """Each system's own subcommands (`System.commands`): `table SYSTEM ...` for the paper tables, and
-    the others (`report`, `hpc-table`) by their names."""
+    the others (`hpc-table`) by their names."""
     from jaxsched.systems import systems
 
     tables = {k: s.commands["table"] for k, s in systems().items() if "table" in s.commands}
@@ -134,23 +136,58 @@ def _add_system_commands(sub) -> None:
             _add_module_command(sub, name, module, help=module.HELP)
 
 
+def _add_report(sub) -> None:
+    p = sub.add_parser("report", help="where a config's runs stand: training and evaluation tables, curves")
+    p.add_argument("config", help="YAML run config (the one the runs were trained with)")
+    _add_set(p)
+    p.set_defaults(func=_run_report)
+
+
+def _run_report(args) -> int:
+    from jaxsched.experiments.run_report import report
+
+    report(*_system_and_config(args))
+    return 0
+
+
 def _add_bench(sub) -> None:
-    p = sub.add_parser("bench", help="env throughput benchmark (see benchmarks/env_throughput.py)")
+    p = sub.add_parser(
+        "bench", help="env steps/s under vmap with a heuristic (see benchmarks/env_throughput.py)"
+    )
+    p.add_argument(
+        "config", nargs="?", default=None,
+        help="YAML run config whose env and training workload to measure (default: the DBF HPC env)",
+    )  # fmt: skip
+    p.add_argument("--policy", default=None, help="the heuristic acting (default: the system's first)")
     p.add_argument("--batches", default="1,64,1024,4096")
     p.add_argument("--steps", type=int, default=256)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--json", default=None)
+    _add_set(p)
     p.set_defaults(func=_run_bench)
 
 
 def _run_bench(args) -> int:
     from jaxsched.experiments.throughput import env_throughput
 
+    chosen = {}  # the env and the acting policy, when a config names them
+    if args.config is not None:
+        from jaxsched.policies import make_heuristic
+
+        system, cfg = _system_and_config(args)
+        env, params = system.build(cfg)
+        name = args.policy or system.baselines[0]
+        policy = make_heuristic(env, name)
+        chosen = {"env_setup": lambda: (env, params), "action_fn": lambda key, obs: policy(None, obs, key)}
+        print(f"{system.kind} env of {args.config}, acting with {name}")
+    elif args.policy is not None:
+        raise ValueError("--policy needs a CONFIG (the default bench acts with random valid actions)")
     env_throughput(
         batches=[int(b) for b in args.batches.split(",")],
         steps=args.steps,
         repeats=args.repeats,
         json_path=args.json,
+        **chosen,
     )
     return 0
 
@@ -161,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train(sub)
     _add_eval(sub)
     _add_demo(sub)
+    _add_report(sub)
     _add_system_commands(sub)
     _add_bench(sub)
     return parser

@@ -14,6 +14,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 
+# One persistent XLA compilation cache for the session, its xdist workers and every process they start
+# (the CLI, the notebooks' kernels, the 8-device sharding run): the same programs, compiled in several
+# test files and processes, are otherwise compiled once per process. Set before any test imports jax;
+# an environment that sets its own directory keeps it.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(ROOT / ".pytest_cache" / "jax-compilation"))
+
 
 def require_trace(path: Path) -> None:
     """Skip when a shared file is absent, except in CI (`CI` set), which has ../shared/data: there a

@@ -69,3 +69,18 @@ def test_missing_file_and_unknown_policy(tmp_path, capsys):
     path = _swf(tmp_path, [_row(1, 0), _row(2, 5)])
     assert main(["hpc-table", "--trace", path, "--length", "2", "--starts", "0", "--policies", "magic"]) == 2
     assert "magic" in capsys.readouterr().err
+
+
+def test_bench_measures_the_env_of_any_config(tmp_path, capsys, repo_root):
+    """`jaxsched bench CONFIG`: the env and training bank of the config's system (here DAS), acting with
+    the named heuristic, every call a step of the vmapped env; `--policy` without a config is an error."""
+    out = tmp_path / "bench.json"
+    args = ["bench", str(repo_root / "configs/das/quick.yaml"), "--policy", "tetris", "--batches", "2",
+            "--steps", "4", "--repeats", "1", "--json", str(out)]  # fmt: skip
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "das env of" in printed and "acting with tetris" in printed
+    (record,) = json.loads(out.read_text())
+    assert record["env"] == "gpu_cloud" and record["batch"] == 2 and record["steps_per_s"] > 0
+    assert main(["bench", "--policy", "tetris"]) == 2
+    assert "--policy needs a CONFIG" in capsys.readouterr().err

@@ -3,6 +3,7 @@ a greedy evaluation on the held-out episodes paired with the heuristics' (same e
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -62,6 +63,26 @@ def test_train_writes_metrics_checkpoint_curve_and_eval(full_run):
     golden = {k: [r[k] for r in records] for k in ("episode_return", "entropy")}
     golden |= {"test_avg_jct_min": jct, "imitation_loss": [r["imitation_loss"] for r in imitation]}
     check_golden("das_quick_train", golden, rtol=1e-3)
+
+
+def test_report_reads_every_variant_of_the_config(full_run, capsys):
+    """`jaxsched report CONFIG` (generic): the trained variant's training row (4 of 4 updates, its metrics
+    over the last updates) and its held-out results as `eval.json` holds them; an untrained variant of
+    the config is listed as such."""
+    from jaxsched.experiments.run_report import report
+    from jaxsched.systems import get_system
+
+    cfg, run_dir = full_run
+    cfg = cfg.replace(agent=dataclasses.replace(cfg.agent, variants=("da", "dl2")))
+    out = report(get_system("das"), cfg)
+    row = out["da"]["training"]
+    assert row["updates"] == 4 and row["env_steps"] == 4 * cfg.mappo.num_envs * cfg.mappo.num_steps
+    results = json.loads((run_dir / "eval.json").read_text())["results"]
+    jct = results["avg_jct_min"]
+    assert out["da"]["eval"]["da"]["avg_jct_min"] == (jct["mean"], jct["std"])
+    assert out["dl2"] == {"training": {}}
+    printed = capsys.readouterr().out
+    assert "not trained" in printed and "da: held-out evaluation" in printed
 
 
 def test_validation_selection_keeps_each_seeds_best_checkpoint(full_run):

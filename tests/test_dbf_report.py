@@ -1,4 +1,4 @@
-"""`jaxsched report`: the DBF comparison table and plots from run directories."""
+"""`jaxsched table dbf`: the DBF comparison table and plots from run directories."""
 
 import json
 
@@ -27,7 +27,7 @@ def test_report_table_uses_seed_spread_and_writes_plots(tmp_path, capsys):
     a = _fake_run(tmp_path, "split", 1, [100.0, 200.0, 300.0])
     b = _fake_run(tmp_path, "head", 0, [400.0, 400.0, 400.0])
     out = tmp_path / "out"
-    assert main(["report", a, b, "--out", str(out)]) == 0
+    assert main(["table", "dbf", a, b, "--out", str(out)]) == 0
     table = (out / "table.md").read_text()
     # mean ± population std over the three seed means: 200 ± 81.6
     assert "| DBF M=10 (9 head + 1 tail), 3 seeds | 200 ± 82 |" in table
@@ -38,5 +38,5 @@ def test_report_table_uses_seed_spread_and_writes_plots(tmp_path, capsys):
 
 def test_report_names_a_run_without_results(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
-    assert main(["report", str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 2
+    assert main(["table", "dbf", str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 2
     assert "no config.yaml" in capsys.readouterr().err

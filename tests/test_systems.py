@@ -77,6 +77,13 @@ def test_set_errors_name_set(tmp_path, capsys):
 
 
 def test_cli_dispatches_table_per_system(capsys):
+    """`table KIND` runs the system's own `table` module with its own arguments; a kind without one is
+    refused with the choices named."""
     with pytest.raises(SystemExit):
-        main(["table", "dbf"])  # DBF declares no `table` command: argparse names the choices
-    assert "invalid choice: 'dbf'" in capsys.readouterr().err
+        main(["table", "dbf"])  # DBF's table is the split sweep over run directories
+    assert "jaxsched table dbf: error: the following arguments are required: runs, --out" in (
+        capsys.readouterr().err
+    )
+    with pytest.raises(SystemExit):
+        main(["table", "sced2"])
+    assert "invalid choice: 'sced2'" in capsys.readouterr().err

@@ -291,6 +291,13 @@ def test_cli_train_and_eval(tmp_path, capsys):
     baselines = tmp_path / "baselines.json"
     assert main(["eval", str(path), "--episodes", "2", "--json", str(baselines)]) == 0  # no checkpoint
     assert set(json.loads(baselines.read_text())) == {"fcfs", "sjf_easy"}
+    capsys.readouterr()
+    (run_dir / "learning_curve.png").unlink()
+    assert main(["report", str(path)]) == 0  # the generic run report, as for every system
+    out = capsys.readouterr().out
+    assert "tiny (dbf): training" in out and "held-out evaluation" in out
+    assert all(name in out for name in ("agent", "fcfs", "sjf_easy"))
+    assert (run_dir / "learning_curve.png").exists()  # redrawn from metrics.jsonl
     bad = write_yaml(tmp_path / "bad.yaml", {**TINY, "ppo": {"learning_rat": 1}})
     assert main(["train", str(bad)]) == 2
     assert "unknown key 'ppo.learning_rat' (did you mean 'ppo.lr'?)" in capsys.readouterr().err

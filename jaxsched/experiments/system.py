@@ -1,10 +1,11 @@
 """What a system (one paper's setting) declares to plug into the shared experiment layer.
 
 A system module (`jaxsched/systems/<kind>/`) builds one `System` and nothing generic: the CLI dispatches
-`jaxsched train | eval | table | report CONFIG` on the config's `kind:` to it, and the shared pieces (the
-strict loader `experiments.config`, the chunked trainer `experiments.train`, the evaluator
-`experiments.evaluate`, tables `experiments.report`, plots `experiments.plots`, statistics
-`experiments.stats`) serve every system alike. See docs/architecture.md.
+`jaxsched train | eval | bench | report CONFIG` on the config's `kind:` (and `table KIND`) to it, and the
+shared pieces (the strict loader `experiments.config`, the chunked trainer `experiments.train`, the
+evaluator `experiments.evaluate`, tables `experiments.report`, the run report `experiments.run_report`,
+plots `experiments.plots`, statistics `experiments.stats`) serve every system alike. See
+docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ class System:
     train: Callable[..., list[Path]]
     # evaluate(cfg, checkpoint=None | run dir, episodes=None | int, json_path=None | str) -> results
     evaluate: Callable[..., dict]
+    # build(cfg) -> (env, params): the env and its training workload bank (`jaxsched bench CONFIG`)
+    build: Callable[[Any], tuple[Any, Any]]
+    # run_dirs(cfg) -> {label: run dir}: where `train` writes each learner's run (`jaxsched report CONFIG`)
+    run_dirs: Callable[[Any], Mapping[str, Path]]
     paper_tables: Mapping[str, PaperTable] = field(default_factory=dict)
     # CLI modules with `add_arguments(parser)` and `run_from_args(args)`, by subcommand ("table", "report")
     commands: Mapping[str, ModuleType] = field(default_factory=dict)

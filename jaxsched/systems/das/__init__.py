@@ -12,9 +12,9 @@ its paper tables (`table`: Table 1, Table 3, App. E and F).
 from jaxsched.experiments.system import PaperTable, System
 from jaxsched.policies.gpu_cloud import HEURISTICS
 from jaxsched.systems.das import table
-from jaxsched.systems.das.config import DASConfig
+from jaxsched.systems.das.config import DASConfig, build_das
 from jaxsched.systems.das.evaluate import DAS_METRICS
-from jaxsched.systems.das.train import evaluate_das, train_das_config
+from jaxsched.systems.das.train import evaluate_das, run_dir_of, train_das_config
 
 SYSTEM = System(
     kind="das",
@@ -28,6 +28,8 @@ SYSTEM = System(
     metrics=DAS_METRICS,
     train=train_das_config,
     evaluate=evaluate_das,
+    build=lambda cfg: build_das(cfg)[:2],
+    run_dirs=lambda cfg: {v: run_dir_of(cfg, v) for v in cfg.agent.variants},
     paper_tables={"table1": PaperTable("Table 1 (JCT min, fee $) per cluster", table.PAPER_TABLE1)},
     commands={"table": table},
 )

@@ -3,15 +3,16 @@
 What DBF defines, and where: its config (`config.DBFConfig`: env / workload / ppo / eval sections and
 `build_run`), its learner (PPO with the DBF network: `agents.dbf`, trained by `train.train_run` on the
 shared chunked trainer), its baselines (the priority scores of `policies.scores`, `_easy` for EASY
-back-filling), its metrics (`metrics.HPC_METRICS`), its evaluation (`evaluate.eval_run`), its report (the
-Fig. 5-style split sweep, `report`), and the RLScheduler-compatible heuristic table
-(`rlscheduler_table`), which exists to match published numbers exactly.
+back-filling), its metrics (`metrics.HPC_METRICS`), its evaluation (`evaluate.eval_run`), its paper table
+(the Fig. 5-style split sweep over trained runs, `report`: `jaxsched table dbf RUN ...`), and the
+RLScheduler-compatible heuristic table (`rlscheduler_table`), which exists to match published numbers
+exactly.
 """
 
 from jaxsched.experiments.system import System
 from jaxsched.policies.scores import SCORES
 from jaxsched.systems.dbf import report, rlscheduler_table
-from jaxsched.systems.dbf.config import DBFConfig
+from jaxsched.systems.dbf.config import DBFConfig, build_run
 from jaxsched.systems.dbf.evaluate import eval_run
 from jaxsched.systems.dbf.metrics import HPC_METRICS
 from jaxsched.systems.dbf.train import train_run
@@ -19,6 +20,11 @@ from jaxsched.systems.dbf.train import train_run
 
 def _train(cfg: DBFConfig, resume: bool = False, progress: bool = True, devices: int | None = None):
     return [train_run(cfg, resume=resume, progress=progress, devices=devices)]
+
+
+def _build(cfg: DBFConfig):
+    env, train_params, _, _ = build_run(cfg)
+    return env, train_params
 
 
 SYSTEM = System(
@@ -30,5 +36,7 @@ SYSTEM = System(
     metrics=HPC_METRICS,
     train=_train,
     evaluate=eval_run,
-    commands={"report": report, "hpc-table": rlscheduler_table},
+    build=_build,
+    run_dirs=lambda cfg: {cfg.name: cfg.run_dir},
+    commands={"table": report, "hpc-table": rlscheduler_table},
 )
