@@ -135,16 +135,23 @@ def _seed(tree, i):
     return jax.tree.map(lambda a: a[i], tree)
 
 
-def test_vmap_over_seeds_equals_separate_runs(problem):
-    cfg = PPOConfig(
-        num_envs=4, num_steps=8, total_updates=2, updates_per_chunk=2, hidden=(8,), num_minibatches=2
-    )
-    train = make_train(cfg, ENV, problem[0])
+TINY = PPOConfig(
+    num_envs=4, num_steps=8, total_updates=2, updates_per_chunk=2, hidden=(8,), num_minibatches=2
+)
+
+
+@pytest.fixture(scope="module")
+def tiny_single_run(problem):
+    """`train(key, hparams)` of `TINY`, jitted once for the tests that compare batched runs with it."""
+    return jax.jit(make_train(TINY, ENV, problem[0]))
+
+
+def test_vmap_over_seeds_equals_separate_runs(problem, tiny_single_run):
+    train = make_train(TINY, ENV, problem[0])
     keys = jax.random.split(jax.random.key(5), 2)
     batched, m = jax.jit(jax.vmap(train))(keys)
-    single = jax.jit(train)
     for i in range(2):
-        one, m1 = single(keys[i])
+        one, m1 = tiny_single_run(keys[i], TINY.hparams())
         chex.assert_trees_all_close(_seed(batched.params, i), one.params, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(m["episode_return"][i], m1["episode_return"], rtol=1e-5)
 
@@ -300,20 +307,18 @@ def test_normalize_obs_needs_a_flat_observation():
     PPO(PPOConfig(normalize_obs=False), GraphEnv(), None, network=SlotScorer(ENV))  # fine without
 
 
-def test_hyperparameter_grid_and_seeds_in_one_program(problem):
+def test_hyperparameter_grid_and_seeds_in_one_program(problem, tiny_single_run):
     """`vmap` over a learning-rate grid and, inside, over seeds: one compiled program, and each grid point
     trains exactly as a run with that config would."""
-    cfg = PPOConfig(
-        num_envs=4, num_steps=8, total_updates=2, updates_per_chunk=2, hidden=(8,), num_minibatches=2
-    )
-    train = make_train(cfg, ENV, problem[0])
+    train = make_train(TINY, ENV, problem[0])
     lrs = jnp.array([1e-4, 1e-2], jnp.float32)
-    grid = jax.tree.map(lambda x: jnp.full((2,), x), cfg.hparams()).replace(lr=lrs)
+    grid = jax.tree.map(lambda x: jnp.full((2,), x), TINY.hparams()).replace(lr=lrs)
     keys = jax.random.split(jax.random.key(5), 3)
     runners, _ = jax.jit(jax.vmap(jax.vmap(train, in_axes=(0, None)), in_axes=(None, 0)))(keys, grid)
     chex.assert_tree_shape_prefix(runners.params, (2, 3))
     for g, lr in enumerate([1e-4, 1e-2]):
-        one, _ = jax.jit(make_train(PPOConfig(**{**cfg.to_dict(), "lr": lr}), ENV, problem[0]))(keys[1])
+        # the run a config with that learning rate makes (its hparams), in the one compiled single run
+        one, _ = tiny_single_run(keys[1], PPOConfig(**{**TINY.to_dict(), "lr": lr}).hparams())
         chex.assert_trees_all_close(_seed(_seed(runners.params, g), 1), one.params, rtol=1e-5, atol=1e-6)
     small, large = (jax.tree.leaves(_seed(runners.params, g))[0] for g in range(2))
     assert not np.allclose(small, large)  # the grid points really differ
