@@ -8,6 +8,7 @@ from pathlib import Path
 
 import chex
 import jax
+import numpy as np
 import pytest
 import yaml
 from golden import check_golden
@@ -275,6 +276,32 @@ def test_eval_run_writes_agent_and_baselines(full_run, tmp_path):
     assert saved["agent"]["placed"]["mean"] > 0
     means = {f"{p}.{m}": saved[p][m]["mean"] for p in saved for m in ("avg_wait", "avg_bsld", "utilization")}
     check_golden("dbf_tiny_eval", means, rtol=1e-3)
+
+
+def test_validation_selection_keeps_each_seeds_best_checkpoint(full_run, tmp_path):
+    """`eval.select: validation` (the shared `experiments.select`, as DAS has it): the same training as
+    without it; every checkpoint's policy validated on episodes of the training bank (the score of the
+    last is the validator's on the last checkpoint); per seed the first best kept; the evaluation sees
+    those updates."""
+    from jaxsched.systems.dbf.evaluate import load_policy_params
+    from jaxsched.systems.dbf.train import validator
+
+    cfg_full, full_dir = full_run
+    cfg = tiny(tmp_path, eval={**TINY["eval"], "select": "validation", "validation_episodes": 2})
+    train_run(cfg, progress=False)
+    assert _without_wall(read_metrics(cfg.run_dir)) == _without_wall(read_metrics(full_dir))
+    lines = [json.loads(x) for x in (cfg.run_dir / "validation.jsonl").read_text().splitlines()]
+    assert [r["update"] for r in lines] == [0, 2, 4, 6]
+    env, train, _, _ = build_run(cfg)
+    state = _final_state(cfg_full)
+    last = validator(cfg, env, train)((state.params, state.obs_stats)).mean(axis=1)
+    np.testing.assert_allclose(lines[-1]["avg_wait"], last, rtol=1e-5)
+    waits = np.array([r["avg_wait"] for r in lines])  # [checkpoints, seeds]
+    best = [lines[i]["update"] for i in waits.argmin(axis=0)]  # argmin: the first of equal scores
+    assert lines[-1]["best_update"] == best
+    _, updates = load_policy_params(cfg, cfg.run_dir, env, train)
+    assert updates == best
+    assert eval_run(cfg, cfg.run_dir, episodes=2, json_path=tmp_path / "e.json")["agent"]["avg_wait"]
 
 
 def test_cli_train_and_eval(tmp_path, capsys):

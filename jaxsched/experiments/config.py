@@ -36,6 +36,7 @@ import yaml
 TRAIN_BANK_TAG = 1_000_003
 TEST_BANK_TAG = 1_000_033
 EVAL_TAG = 1_000_037
+VALIDATION_TAG = 1_000_039
 
 
 def purpose_key(seed: int, tag: int):

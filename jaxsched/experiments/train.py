@@ -25,6 +25,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from jaxsched.experiments.config import config_from_dict, dump_config, load_yaml
 from jaxsched.experiments.sharding import seed_sharding, shard_seeds
 
 CHECKPOINT_DIR = "checkpoints"
@@ -168,6 +169,36 @@ def check_no_run(run_dir: Path, resume: bool) -> int | None:
             "it, or choose another name (--name) or out_dir (--out-dir)"
         )
     return latest
+
+
+def saved_config(cfg_class, run_dir: Path) -> dict | None:
+    """The resolved config a run directory was trained with, as `cfg_class.to_dict()` gives it (None
+    when it has no `config.yaml`). Its paths are taken as written (no `source`: they were resolved when
+    the run started, and resolving them again beside the run directory would move a relative one)."""
+    path = Path(run_dir) / CONFIG_FILE
+    if not path.exists():
+        return None
+    return config_from_dict(cfg_class, load_yaml(path)).to_dict()
+
+
+def open_run_dir(cfg, run_dir: Path, resume: bool, header: str, may_grow: tuple[str, ...] = ()) -> bool:
+    """Make `run_dir` ready for `train_chunks`, the same way for every system: refuse a run already there
+    unless `resume` (`check_no_run`); on a resume, refuse a config that differs from the one the run
+    started with (`resume_diffs`) in anything but the dotted keys of `may_grow` (e.g. the total number
+    of updates: training longer is a legitimate resume); then write the resolved config (`config.yaml`,
+    after the comment line `header`). Returns whether the run resumes from a checkpoint."""
+    resuming = check_no_run(run_dir, resume) is not None
+    saved = saved_config(type(cfg), run_dir) if resuming else None
+    if saved is not None:
+        diffs = [d for d in resume_diffs(cfg, saved) if d not in may_grow]
+        if diffs:
+            raise ValueError(
+                f"cannot resume {run_dir}: the config differs from the one it was started with in "
+                f"{', '.join(diffs)} (see {run_dir / CONFIG_FILE})"
+            )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    dump_config(cfg, run_dir / CONFIG_FILE, header=header)
+    return resuming
 
 
 def train_chunks(

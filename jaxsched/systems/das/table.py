@@ -143,10 +143,10 @@ _RUN_SECTIONS = ("num_seeds", "cluster", "env", "workload", "eval", "agent", "ma
 def _training_seed(cfg: DASConfig, variant_dir: Path) -> int:
     """The `seed` that `variant_dir` was trained with; a `ValueError` naming the keys when its recipe
     (everything but the seed) differs from `cfg`'s."""
-    from jaxsched.systems.das.train import saved_config
+    from jaxsched.experiments.train import saved_config
 
     path = variant_dir / CONFIG_FILE
-    saved = saved_config(variant_dir)
+    saved = saved_config(DASConfig, variant_dir)
     if saved is None:
         raise FileNotFoundError(f"{variant_dir} has an {EVAL_FILE} but no {CONFIG_FILE} to check it against")
     diffs = config_diffs(saved, cfg.to_dict(), _RUN_SECTIONS, ignore=("agent.variants",))

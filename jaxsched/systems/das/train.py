@@ -28,7 +28,6 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-import yaml
 
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
 from jaxsched.agents.das import DASAgent, DASAgentConfig
@@ -37,18 +36,17 @@ from jaxsched.agents.mappo import MAPPO, MAPPOConfig
 from jaxsched.experiments.sharding import seed_sharding, shard_seeds
 from jaxsched.experiments.train import (
     CHECKPOINT_DIR,
-    CONFIG_FILE,
     CURVE_FILE,
     METRICS_FILE,
     abstract_state,
     check_no_run,
     checkpoint_manager,
+    open_run_dir,
     restore_runner,
-    resume_diffs,
     train_chunks,
     weighted_episode_mean,
 )
-from jaxsched.systems.das.config import DASConfig, das_config_from_dict
+from jaxsched.systems.das.config import DASConfig
 from jaxsched.systems.das.evaluate import EVAL_FILE, build_for_eval, per_episode_results, seed_keys
 from jaxsched.systems.das.select import (
     VALIDATION_FILE,
@@ -118,28 +116,6 @@ def _summary(records: list[dict]) -> str:
     return f"return {ret:.3f}  avg JCT {weighted_episode_mean(records, 'avg_jct_min'):,.0f} min"
 
 
-def saved_config(run_dir: Path) -> dict | None:
-    """The resolved config a variant's run directory was trained with, as `DASConfig.to_dict()` gives it
-    (None when it has no `config.yaml`)."""
-    path = run_dir / CONFIG_FILE
-    if not path.exists():
-        return None
-    return das_config_from_dict(yaml.safe_load(path.read_text())).to_dict()
-
-
-def _check_resumable(cfg: DASConfig, run_dir: Path) -> None:
-    saved_path = run_dir / CONFIG_FILE
-    saved = saved_config(run_dir)
-    if saved is None:
-        return
-    diffs = resume_diffs(cfg, saved)
-    if diffs and diffs != ["mappo.total_updates"]:  # training longer (or shorter) is a legitimate resume
-        raise ValueError(
-            f"cannot resume {run_dir}: the config differs from the one it was started with in "
-            f"{', '.join(diffs)} (see {saved_path})"
-        )
-
-
 def train_das(
     cfg: DASConfig, variant: str, resume: bool = False, progress: bool = True,
     stop_after_chunks: int | None = None, devices: int | None = None,
@@ -151,14 +127,8 @@ def train_das(
     env, train_params, _, _ = built
     mcfg = cfg.mappo
     init, chunk, _, warm_start = programs(mcfg, cfg.agent.agent_config(variant), env)
-    resuming = check_no_run(run_dir, resume) is not None
-    if resuming:
-        _check_resumable(cfg, run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
     header = f"# resolved config written by `jaxsched train` (variant {variant})\n"
-    (run_dir / CONFIG_FILE).write_text(
-        header + yaml.safe_dump(cfg.to_dict(), sort_keys=False, default_flow_style=None, width=110)
-    )
+    resuming = open_run_dir(cfg, run_dir, resume, header, may_grow=("mappo.total_updates",))
     selector = None
     if cfg.eval.select == "validation":
         selector = ValidationSelector(run_dir, validator(cfg, variant, env, train_params), resuming)

@@ -108,11 +108,18 @@ class EvalSection:
     baselines: tuple[str, ...] = ("fcfs", "lcfs", "sjf", "fcfs_easy", "sjf_easy")
     baseline_window: int = 64
     seed: int = 2  # root of the evaluation episode keys (the same episodes for every policy)
+    # Which checkpoint the test episodes see: the last, or per seed the one with the lowest average wait on
+    # `validation_episodes` episodes of the training bank (`experiments.select`, `train.validator`).
+    select: str = "last"
+    validation_episodes: int = 8
 
     def __post_init__(self):
+        from jaxsched.experiments.select import SELECT
         from jaxsched.policies.scores import SCORES
 
-        for name in ("episodes", "baseline_window"):
+        if self.select not in SELECT:
+            raise ValueError(f"eval.select must be one of {', '.join(SELECT)}, got {self.select!r}")
+        for name in ("episodes", "baseline_window", "validation_episodes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"eval.{name} must be >= 1, got {getattr(self, name)}")
         for b in self.baselines:

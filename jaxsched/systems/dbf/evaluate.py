@@ -3,7 +3,8 @@
     results = eval_run(cfg, "runs/dbf_m10_9_1")   # prints a table, writes runs/dbf_m10_9_1/eval.json
 
 Every policy plays the same `eval.episodes` episodes (the same episode keys, hence the same held-out
-workload windows): each seed's learned policy (greedy unless `eval.greedy: false`) in the trained env
+workload windows): each seed's learned policy (greedy unless `eval.greedy: false`; the last checkpoint's,
+or with `eval.select: validation` the seed's best on the validation episodes) in the trained env
 (`env.window` slots, `env.tail` of them from the tail), and the heuristics (`eval.baselines`: a score name,
 `_easy` for EASY back-filling) in a head-only window of `eval.baseline_window` slots. All seeds run in
 one compiled program, all heuristics in another. The agent's mean ± std is over seeds × episodes, a
@@ -19,45 +20,40 @@ import jax
 import numpy as np
 
 from jaxsched.agents.dbf import dbf_env
-from jaxsched.agents.ppo import PPO
 from jaxsched.experiments.config import EVAL_TAG, purpose_key
-from jaxsched.experiments.evaluate import evaluate_policies, run_episode
+from jaxsched.experiments.evaluate import evaluate_policies
 from jaxsched.experiments.report import print_metric_table, write_json
+from jaxsched.experiments.select import restore_selected
 from jaxsched.experiments.sharding import seed_sharding, shard_seeds
 from jaxsched.experiments.train import CHECKPOINT_DIR, checkpoint_manager, restore_runner
 from jaxsched.policies.hpc import make_priority_policy
 from jaxsched.systems.dbf.config import DBFConfig, build_run
 from jaxsched.systems.dbf.metrics import HPC_METRICS
-from jaxsched.systems.dbf.train import abstract_runner
+from jaxsched.systems.dbf.train import SELECT_METRIC, abstract_runner, agent_program
 
 AGENT = "agent"
 EVAL_FILE = "eval.json"
 
 
 def load_policy_params(cfg: DBFConfig, checkpoint_dir, env, env_params):
-    """`(params, obs_stats)` of every seed (leading axis `num_seeds`) from the latest checkpoint of a run
-    directory (or of its `checkpoints/` folder), and the update it was saved at."""
+    """`(params, obs_stats)` of every seed (leading axis `num_seeds`) of a run directory (or of its
+    `checkpoints/` folder), and which update they are: the latest checkpoint's (an int), or, with
+    `eval.select: validation`, each seed's best on the validation episodes (a list, one per seed)."""
     path = Path(checkpoint_dir)
     run_dir = path.parent if path.name == CHECKPOINT_DIR else path
     if not (run_dir / CHECKPOINT_DIR).is_dir():
         raise FileNotFoundError(f"no checkpoints in {run_dir} (expected {run_dir / CHECKPOINT_DIR})")
+    template = abstract_runner(cfg, env, env_params)
+    if cfg.eval.select == "validation":
+        best = restore_selected(run_dir, (template.params, template.obs_stats), SELECT_METRIC)
+        return best["policy"], best["update"].tolist()
     mngr = checkpoint_manager(run_dir, read_only=True)
     step = mngr.latest_step()
     if step is None:
         raise FileNotFoundError(f"no finished checkpoint in {run_dir / CHECKPOINT_DIR}")
-    runner = restore_runner(mngr, step, abstract_runner(cfg, env, env_params))
+    runner = restore_runner(mngr, step, template)
     mngr.close()
     return (runner.params, runner.obs_stats), step
-
-
-def _agent_program(cfg: DBFConfig, env):
-    policy = PPO(cfg.ppo, env, None).policy(greedy=cfg.eval.greedy)
-
-    def run(policy_params, keys, env_params):
-        one = lambda pp, k: run_episode(env, env_params, policy, pp, k)
-        return jax.vmap(jax.vmap(one, in_axes=(None, 0)), in_axes=(0, None))(policy_params, keys)
-
-    return jax.jit(run)
 
 
 def _stats(values: np.ndarray) -> dict:
@@ -80,7 +76,7 @@ def eval_run(cfg: DBFConfig, checkpoint_dir=None, episodes: int | None = None, j
     if checkpoint_dir is not None:
         policy_params, step = load_policy_params(cfg, checkpoint_dir, env, train_params)
         policy_params = shard_seeds(policy_params, seed_sharding(cfg.num_seeds))  # seeds over the devices
-        per_seed = _agent_program(cfg, env)(policy_params, keys, test_params)  # metric -> [seeds, episodes]
+        per_seed = agent_program(cfg, env)(policy_params, keys, test_params)  # metric -> [seeds, episodes]
         results[AGENT] = {k: _stats(v) for k, v in jax.device_get(per_seed).items()}
     elif not cfg.eval.baselines:
         raise ValueError("nothing to evaluate: no --checkpoint and eval.baselines is empty")
@@ -96,7 +92,12 @@ def eval_run(cfg: DBFConfig, checkpoint_dir=None, episodes: int | None = None, j
             results[name] = {k: _stats(np.asarray(v)[None]) for k, v in metrics.items()}
 
     e = cfg.env
-    trained = "baselines" if step is None else f"update {step}"
+    if step is None:
+        trained = "baselines"
+    elif isinstance(step, list):
+        trained = f"updates {step} chosen on {cfg.eval.validation_episodes} validation episodes"
+    else:
+        trained = f"update {step}"
     title = (
         f"{cfg.name} ({trained}): {e.window}-slot window ({e.window - e.tail} head + {e.tail} tail), "
         f"{cfg.num_seeds} seeds × {episodes} held-out episodes × {e.episode_jobs} jobs; "

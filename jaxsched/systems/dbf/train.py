@@ -12,24 +12,24 @@ from pathlib import Path
 
 import jax
 import numpy as np
-import yaml
 
 from jaxsched.agents.ppo import PPO, PPOConfig
-from jaxsched.experiments.config import dump_config
+from jaxsched.experiments.config import VALIDATION_TAG, purpose_key
+from jaxsched.experiments.evaluate import run_episode
+from jaxsched.experiments.select import ValidationSelector
 from jaxsched.experiments.train import (
     CHECKPOINT_DIR,
-    CONFIG_FILE,
     CURVE_FILE,
     METRICS_FILE,
     abstract_state,
-    check_no_run,
-    resume_diffs,
+    open_run_dir,
     train_chunks,
     weighted_episode_mean,
 )
-from jaxsched.systems.dbf.config import DBFConfig, build_run, dbf_config_from_dict
+from jaxsched.systems.dbf.config import DBFConfig, build_run
 
 _PROGRAMS: dict = {}
+SELECT_METRIC = "avg_wait"  # what `eval.select: validation` minimises: the paper's headline metric
 
 
 def programs(ppo_config: PPOConfig, env):
@@ -61,26 +61,44 @@ def abstract_runner(cfg: DBFConfig, env, env_params):
     return abstract_state(init, seed_keys(cfg), env_params)
 
 
+def agent_program(cfg: DBFConfig, env):
+    """Jitted `run(policy_params [S], keys [E], env_params) -> {metric: [S, E]}`: each seed's policy
+    (greedy unless `eval.greedy: false`) on the episode of every key."""
+    key = ("agent", cfg.ppo, cfg.eval.greedy, env.config)
+    if key not in _PROGRAMS:
+        policy = PPO(cfg.ppo, env, None).policy(greedy=cfg.eval.greedy)
+
+        def run(policy_params, keys, env_params):
+            one = lambda pp, k: run_episode(env, env_params, policy, pp, k)  # noqa: E731
+            return jax.vmap(jax.vmap(one, in_axes=(None, 0)), in_axes=(0, None))(policy_params, keys)
+
+        _PROGRAMS[key] = jax.jit(run)
+    return _PROGRAMS[key]
+
+
+def validator(cfg: DBFConfig, env, train_params):
+    """`policy_params [S] -> avg wait [S, V]` on `eval.validation_episodes` episodes of the training bank,
+    with their own keys (`VALIDATION_TAG`: never those of training or of the test episodes)."""
+    keys = jax.random.split(purpose_key(cfg.eval.seed, VALIDATION_TAG), cfg.eval.validation_episodes)
+    run = agent_program(cfg, env)
+    return lambda policy_params: np.asarray(run(policy_params, keys, train_params)[SELECT_METRIC])
+
+
+def selection(cfg: DBFConfig, run_dir: Path, env, train_params, resuming: bool):
+    """The `train_chunks` hook that keeps each seed's best checkpoint, with `eval.select: validation`."""
+    if cfg.eval.select != "validation":
+        return None
+    return ValidationSelector(
+        run_dir, validator(cfg, env, train_params), resuming, lambda r: (r.params, r.obs_stats),
+        SELECT_METRIC, label="val wait",
+    )  # fmt: skip
+
+
 def _summary(records: list[dict]) -> str:
     ret = weighted_episode_mean(records, "episode_return")
     if not np.isfinite(ret):
         return "no episode finished yet"
     return f"return {ret:.2f}  avg wait {weighted_episode_mean(records, 'avg_wait'):,.0f} s"
-
-
-def _check_resumable(cfg: DBFConfig, run_dir) -> None:
-    saved_path = run_dir / CONFIG_FILE
-    if not saved_path.exists():
-        return
-    saved = dbf_config_from_dict(yaml.safe_load(saved_path.read_text())).to_dict()
-    diffs = resume_diffs(cfg, saved)
-    if diffs == ["ppo.total_updates"] and not cfg.ppo.anneal_lr:
-        return  # training longer (or stopping earlier) is a legitimate resume
-    if diffs:
-        raise ValueError(
-            f"cannot resume {run_dir}: the config differs from the one it was started with in "
-            f"{', '.join(diffs)} (see {saved_path})"
-        )
 
 
 def train_run(
@@ -93,15 +111,15 @@ def train_run(
     t_build = time.perf_counter()
     env, train_params, _, ppo_cfg = build_run(cfg)
     init, chunk = programs(ppo_cfg, env)
-    if check_no_run(run_dir, resume) is not None:
-        _check_resumable(cfg, run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    dump_config(cfg, run_dir / CONFIG_FILE, header="# resolved config written by `jaxsched train`\n")
+    # Training longer is a legitimate resume, except with a learning rate annealed over total_updates.
+    may_grow = () if cfg.ppo.anneal_lr else ("ppo.total_updates",)
+    resuming = open_run_dir(cfg, run_dir, resume, "# resolved config written by `jaxsched train`\n", may_grow)
+    selector = selection(cfg, run_dir, env, train_params, resuming)
     records = train_chunks(
         run_dir, cfg.name, init, chunk, seed_keys(cfg), train_params, total=ppo_cfg.total_updates,
         per_chunk=ppo_cfg.updates_per_chunk, steps_per_update=ppo_cfg.steps_per_update,
         summary=_summary, resume=resume, progress=progress, stop_after_chunks=stop_after_chunks,
-        t_build=t_build, devices=devices,
+        t_build=t_build, devices=devices, on_checkpoint=selector,
     )  # fmt: skip
     if records is None:
         return run_dir
