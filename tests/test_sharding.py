@@ -88,7 +88,8 @@ SCRIPT = textwrap.dedent(
 
 @pytest.mark.slow
 def test_sharded_rollout_chunk_and_run_equal_unsharded_on_8_cpu_devices(tmp_path):
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8".strip()
+    env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(tmp_path)], env=env, cwd=root, capture_output=True, text=True,
