@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
+from jaxsched.systems.das import rows as das_rows
 from jaxsched.systems.das import table as das_table
 from jaxsched.systems.das.config import load_das_config
 
@@ -35,11 +36,11 @@ def cfg(tmp_path):
 
 def test_runs_stack_by_training_seed_and_repeat_the_heuristics(cfg, tmp_path, monkeypatch):
     heuristic = {"avg_jct_min": np.array([[10.0, 20.0]]), "avg_fee": np.array([[1.0, 2.0]])}
-    monkeypatch.setattr(das_table, "heuristic_rows", lambda cfg, built=None: {"fifo_firstfit": heuristic})
+    monkeypatch.setattr(das_rows, "heuristic_rows", lambda cfg, built=None: {"fifo_firstfit": heuristic})
     fake_run(tmp_path / "main", cfg, "das", 0, [[1, 2]])
     s2 = fake_run(tmp_path / "b", cfg, "das", 2, [[5, 6]])
     s1 = fake_run(tmp_path / "a", cfg, "das", 1, [[3, 4]])
-    rows = das_table.collect_rows(cfg, runs=[s2, s1])
+    rows = das_rows.collect_rows(cfg, runs=[s2, s1])
     np.testing.assert_array_equal(rows["das"]["avg_jct_min"], [[1, 2], [3, 4], [5, 6]])  # seed order
     np.testing.assert_array_equal(rows["fifo_firstfit"]["avg_jct_min"], [[10, 20]] * 3)
     assert rows["dl2"] is None
@@ -48,10 +49,10 @@ def test_runs_stack_by_training_seed_and_repeat_the_heuristics(cfg, tmp_path, mo
     # the heuristics repeat as often as DAS has seeds, not as the most-trained variant has
     for seed, root in ((0, "main"), (1, "a"), (2, "b"), (3, "c")):
         fake_run(tmp_path / root, cfg, "da", seed, [[7, 8]])
-    rows = das_table.collect_rows(cfg, runs=[s2, s1, tmp_path / "c" / cfg.name])
+    rows = das_rows.collect_rows(cfg, runs=[s2, s1, tmp_path / "c" / cfg.name])
     assert rows["da"]["avg_jct_min"].shape == (4, 2) and rows["fifo_firstfit"]["avg_jct_min"].shape == (3, 2)
     # without --runs the table is what it was: the config's own run only, nothing repeated
-    rows = das_table.collect_rows(cfg)
+    rows = das_rows.collect_rows(cfg)
     assert rows["fifo_firstfit"]["avg_jct_min"].shape == (1, 2) and rows["das"]["avg_jct_min"].shape == (1, 2)
 
 
@@ -59,10 +60,10 @@ def test_runs_refuse_a_repeated_seed_or_another_recipe(cfg, tmp_path):
     fake_run(tmp_path / "main", cfg, "das", 0, [[1, 2]])
     same_seed = fake_run(tmp_path / "a", cfg, "das", 0, [[3, 4]])
     with pytest.raises(ValueError, match="seed 0 twice"):
-        das_table.stacked_learned_rows(cfg, [cfg.run_dir, same_seed])
+        das_rows.stacked_learned_rows(cfg, [cfg.run_dir, same_seed])
     other = fake_run(tmp_path / "b", cfg.replace(mappo=cfg.mappo.__class__(lr=1e-3)), "das", 1, [[3, 4]])
     with pytest.raises(ValueError, match="mappo.lr"):
-        das_table.stacked_learned_rows(cfg, [cfg.run_dir, other])
+        das_rows.stacked_learned_rows(cfg, [cfg.run_dir, other])
 
 
 def test_runs_cli_errors_name_the_option(tmp_path, capsys):

@@ -77,6 +77,13 @@ def test_report_reads_every_variant_of_the_config(full_run, capsys):
     out = report(get_system("das"), cfg)
     row = out["da"]["training"]
     assert row["updates"] == 4 and row["env_steps"] == 4 * cfg.mappo.num_envs * cfg.mappo.num_steps
+    # 4 updates: the last tenth is the last update, or back to the last one in which an episode ended
+    records = read_metrics(run_dir)
+    ended = [i for i, r in enumerate(records) if sum(r["episodes"])]
+    assert ended, "the quick run should finish episodes"
+    tail = records[min(ended[-1], len(records) - 1) :]
+    pairs = [(e, v) for r in tail for e, v in zip(r["episodes"], r["avg_jct_min"], strict=True) if e]
+    np.testing.assert_allclose(row["avg_jct_min"], sum(e * v for e, v in pairs) / sum(e for e, _ in pairs))
     results = json.loads((run_dir / "eval.json").read_text())["results"]
     jct = results["avg_jct_min"]
     assert out["da"]["eval"]["da"]["avg_jct_min"] == (jct["mean"], jct["std"])

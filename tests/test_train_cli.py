@@ -304,6 +304,16 @@ def test_validation_selection_keeps_each_seeds_best_checkpoint(full_run, tmp_pat
     assert eval_run(cfg, cfg.run_dir, episodes=2, json_path=tmp_path / "e.json")["agent"]["avg_wait"]
 
 
+def test_weighted_episode_mean_by_hand():
+    """The progress line's and `jaxsched report`'s training means: each update's per-seed mean weighted
+    by the episodes that ended in it (a seed with none contributes nothing, its null included)."""
+    from jaxsched.experiments.train import weighted_episode_mean
+
+    records = [{"episodes": [2, 0], "x": [10.0, None]}, {"episodes": [1, 1], "x": [40.0, 4.0]}]
+    assert weighted_episode_mean(records, "x") == (2 * 10.0 + 40.0 + 4.0) / 4
+    assert np.isnan(weighted_episode_mean([{"episodes": [0, 0], "x": [None, None]}], "x"))
+
+
 def test_cli_train_and_eval(tmp_path, capsys):
     path = write_yaml(tmp_path / "tiny.yaml", {**TINY, "out_dir": str(tmp_path / "runs")})
     assert main(["train", str(path), "--quiet"]) == 0

@@ -4,8 +4,9 @@ For each trained run of the config (`System.run_dirs(cfg)`: DBF has one, DAS one
 what the shared trainer and the system's evaluator wrote — `metrics.jsonl` and, once evaluated,
 `eval.json` — and prints
 
-  * the training table: updates done of `total`, env steps, wall time, and the system's metrics over the
-    last tenth of the updates (mean over the episodes that ended there, every seed);
+  * the training table: updates done, env steps, wall time, and the system's metrics over the last tenth
+    of the updates (mean over the episodes that ended there, every seed; reaching back to the last update
+    in which one ended);
   * each evaluated run's held-out results beside the baselines evaluated with it (mean ± std, with what
     the ± spans as the evaluator wrote it);
 
@@ -31,27 +32,26 @@ SPREAD = "± = std over every (seed, episode) pair of the held-out episodes"
 
 
 def training_row(records: list[dict], metrics) -> dict:
-    """`{updates, env_steps, wall_s, metric: mean}` of one run's `metrics.jsonl` records (the metrics
-    over the last `TAIL` of them, weighted by the episodes each update finished; NaN if none did)."""
+    """`{updates, env_steps, wall_s, metric: mean}` of one run's `metrics.jsonl` records: the metrics
+    over the last `TAIL` of the updates, reaching back to the last update in which an episode ended if
+    none did there (weighted by the episodes each update finished; NaN if no episode ended at all)."""
     if not records:
         return {}
-    tail = records[-max(1, round(TAIL * len(records))) :]
+    start = len(records) - max(1, round(TAIL * len(records)))
+    ended = [i for i, r in enumerate(records) if _episodes(r)]
+    tail = records[min(start, ended[-1]) if ended else start :]
     row = {"updates": records[-1]["update"], "env_steps": records[-1]["env_steps"],
            "wall_s": records[-1]["wall_s"]}  # fmt: skip
     for m in metrics:
         if m.key in tail[-1]:
-            row[m.key] = weighted_episode_mean([_seed_mean(r, m.key) for r in tail], m.key)
+            row[m.key] = weighted_episode_mean(tail, m.key)
     return row
 
 
-def _seed_mean(record: dict, key: str) -> dict:
-    """A record whose per-seed lists (`episodes`, `key`) are folded into one episode-weighted value."""
-    eps, vals = record["episodes"], record[key]
-    if not isinstance(eps, list):
-        return record
-    n = sum(eps)
-    total = sum(e * v for e, v in zip(eps, vals, strict=True) if e and v is not None)
-    return {"episodes": n, key: total / n if n else None}
+def _episodes(record: dict) -> int:
+    """Episodes that ended in an update's record, over every seed."""
+    eps = record["episodes"]
+    return sum(eps) if isinstance(eps, list) else eps
 
 
 def eval_rows(path: Path) -> dict:

@@ -107,12 +107,13 @@ def _chunk_records(metrics: dict, steps_per_update: int, wall_s: float) -> list[
 
 
 def weighted_episode_mean(records: list[dict], key: str) -> float:
-    """Mean of an episode metric over records, weighted by the episodes each finished (nan if none)."""
+    """Mean of an episode metric over records, weighted by the episodes each finished (nan if none).
+    A record holds, per seed (or as one number), the episodes that ended in its update and their mean."""
     eps = np.array([r["episodes"] for r in records], np.float64)
     if eps.sum() == 0:
         return float("nan")
     values = np.array([r[key] for r in records], np.float64)  # null → NaN, where eps is 0
-    return float(np.where(eps > 0, values, 0.0).sum() / eps.sum())
+    return float(np.where(eps > 0, values * eps, 0.0).sum() / eps.sum())
 
 
 def resume_diffs(cfg, saved: dict) -> list[str]:

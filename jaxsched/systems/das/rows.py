@@ -1,0 +1,144 @@
+"""The rows of `jaxsched table das`: per scheduler, one value per (seed, test episode), with the same
+evaluation keys for every row — the heuristics evaluated now, the planners and the learned variants from
+the `eval.json` their runs wrote, several training seeds stacked (see `table`'s docstring)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsched.agents.das import LABELS as VARIANT_LABELS
+from jaxsched.experiments.train import CONFIG_FILE, config_diffs, saved_config
+from jaxsched.policies.gpu_cloud import LABELS as HEURISTIC_LABELS
+from jaxsched.policies.gpu_cloud import make_heuristic
+from jaxsched.systems.das.config import DASConfig
+from jaxsched.systems.das.evaluate import EVAL_FILE, build_for_eval, evaluate_on_episodes, seed_keys
+
+PLANNERS = {"mosa": "MOSA", "malo": "MALO"}
+LEARNED_ORDER = ("dl2", "rifling", "da", "da_mc", "da_rwgp", "das")
+
+
+def label(name: str) -> str:
+    return HEURISTIC_LABELS.get(name) or VARIANT_LABELS.get(name) or PLANNERS.get(name) or name
+
+
+def heuristic_rows(cfg: DASConfig, built=None, load_scale: float | None = None) -> dict:
+    """`{policy: {metric: [S, E]}}` of `cfg.eval.policies` on the test episodes (optionally at another
+    arrival-rate multiplier)."""
+    env, _, test_params, starts = built if built is not None else build_for_eval(cfg)
+    if load_scale is not None:
+        test_params = test_params.replace(load_scale=jnp.float32(load_scale))
+    keys = seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts))
+    policies = {p: make_heuristic(p) for p in cfg.eval.policies}
+    return evaluate_on_episodes(env, test_params, policies, starts, keys)
+
+
+def _read_eval(path: Path) -> dict | None:
+    if not path.exists():
+        return None
+    payload = json.loads(path.read_text())
+    return {k: np.asarray(v["values"], np.float64) for k, v in payload["results"].items()}
+
+
+def stored_rows(cfg: DASConfig, names) -> dict:
+    """`{name: {metric: [S, E]} or None}` from `<run dir>/<name>/eval.json` (None: not there yet)."""
+    return {n: _read_eval(cfg.run_dir / n / EVAL_FILE) for n in names}
+
+
+def evaluate_planner(
+    cfg: DASConfig, name: str, episodes: int | None = None, seeds: int | None = None
+) -> Path:
+    """Run MOSA or MALO (paper's Table 2 settings) on the first `episodes` test episodes × `seeds` seeds
+    and write `<run dir>/<name>/eval.json`. Slow: MALO takes ~0.24 s per decision on a 2-core CPU."""
+    from jaxsched.policies.metaheuristics import make_malo, make_mosa, run_planner_episode
+    from jaxsched.systems.das.evaluate import per_episode_results
+
+    env, _, test_params, starts = build_for_eval(cfg)
+    starts = starts[: episodes or len(starts)]
+    n_seeds = seeds or cfg.num_seeds
+    keys = seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts))[:n_seeds]
+    planner = {"mosa": make_mosa, "malo": make_malo}[name](env, test_params)
+
+    def one(start, key):
+        return run_planner_episode(env, test_params.replace(starts=start[None]), planner, key)
+
+    t0 = time.perf_counter()
+    fn = jax.jit(jax.vmap(jax.vmap(one, in_axes=(0, 0)), in_axes=(None, 0)))
+    out = jax.device_get(fn(jnp.asarray(starts, jnp.int32), keys))
+    per = {k: np.asarray(v) for k, v in out.items() if k != "return"}
+    path = cfg.run_dir / name / EVAL_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "config": cfg.name,
+        "planner": name,
+        "episodes": len(starts),
+        "seeds": n_seeds,
+        "wall_s": time.perf_counter() - t0,
+        "results": per_episode_results(per),
+    }
+    path.write_text(json.dumps(payload, indent=2))
+    return path
+
+
+# The sections that the runs stacked by `--runs` must share; they may differ in seed, name and out_dir.
+_RUN_SECTIONS = ("num_seeds", "cluster", "env", "workload", "eval", "agent", "mappo")
+
+
+def _training_seed(cfg: DASConfig, variant_dir: Path) -> int:
+    """The `seed` that `variant_dir` was trained with; a `ValueError` naming the keys when its recipe
+    (everything but the seed) differs from `cfg`'s."""
+    path = variant_dir / CONFIG_FILE
+    saved = saved_config(DASConfig, variant_dir)
+    if saved is None:
+        raise FileNotFoundError(f"{variant_dir} has an {EVAL_FILE} but no {CONFIG_FILE} to check it against")
+    diffs = config_diffs(saved, cfg.to_dict(), _RUN_SECTIONS, ignore=("agent.variants",))
+    if diffs:
+        raise ValueError(
+            f"--runs: {variant_dir} was trained with another recipe than {cfg.name}: {', '.join(diffs)} "
+            f"differ (see {path})"
+        )
+    return saved["seed"]
+
+
+def stacked_learned_rows(cfg: DASConfig, run_dirs) -> dict:
+    """`{variant: {metric: [K·S, E]} or None}`: each variant's `eval.json` from every run directory that
+    has one, checked to be `cfg`'s recipe and stacked in order of training seed (K of them)."""
+    out = {}
+    for v in LEARNED_ORDER:
+        by_seed: dict[int, tuple[Path, dict]] = {}
+        for d in run_dirs:
+            row = _read_eval(d / v / EVAL_FILE)
+            if row is None:
+                continue
+            seed = _training_seed(cfg, d / v)
+            if seed in by_seed:
+                first = by_seed[seed][0]
+                raise ValueError(f"--runs: {label(v)} has training seed {seed} twice: {first} and {d}")
+            by_seed[seed] = (d, row)
+        blocks = [by_seed[s][1] for s in sorted(by_seed)]
+        out[v] = {k: np.concatenate([b[k] for b in blocks]) for k in blocks[0]} if blocks else None
+    return out
+
+
+def collect_rows(cfg: DASConfig, built=None, runs=()) -> dict:
+    """Every row of the table in display order: heuristics, planners, learned schedulers. `runs`: more
+    run directories of `cfg`'s recipe under other training seeds (module docstring)."""
+    rows = dict(heuristic_rows(cfg, built))
+    rows.update(stored_rows(cfg, PLANNERS))
+    if not runs:
+        rows.update(stored_rows(cfg, LEARNED_ORDER))
+        return rows
+    learned = stacked_learned_rows(cfg, [cfg.run_dir, *map(Path, runs)])
+    # As many repeats as DAS (Table 3's subject) has training seeds, else as the most-trained variant has.
+    seeds = {n: r["avg_jct_min"].shape[0] // cfg.num_seeds for n, r in learned.items() if r is not None}
+    repeats = seeds.get("das", max(seeds.values(), default=1))
+    for name, r in rows.items():  # evaluated once on the keys that every training seed saw
+        if r is not None:
+            rows[name] = {k: np.tile(v, (repeats, 1)) for k, v in r.items()}
+    rows.update(learned)
+    return rows
