@@ -1,4 +1,5 @@
-"""Multi-resource placement primitives: how many instances of a demand fit in each machine, and ranks.
+"""Placement primitives: how many instances of a multi-resource demand fit in each machine, ranks, and
+SCED²'s packing of a gang-scheduled GPU job over servers (`packing_take`, `take_free_slots`).
 
 Resources are exact integers (`i32[..., R]` demands against `i32[M, R]` free capacity). Everything is
 vectorised and division-light, because simulators call it on every event of a vmapped event loop.
@@ -42,3 +43,37 @@ def descending_rank(x: jax.Array) -> jax.Array:
         (x[..., None, :] == x[..., :, None]) & (idx[None, :] < idx[:, None])
     )
     return ahead.sum(axis=-1).astype(jnp.int32)
+
+
+def packing_take(free: jax.Array, demand: jax.Array) -> jax.Array:
+    """`i32[N]`: GPUs a gang-scheduled job of `demand` GPUs takes from each of N servers with `free` idle
+    GPUs (`i32[N]`), by the *packing* placement of SCED² (§II-B, Fig. 2): the server with the fewest free
+    GPUs that can hold the whole remaining demand, if one can; otherwise the server with the most free
+    GPUs gives all of them and the rest is placed the same way. Ties go to the lower server index. The
+    caller checks that `free.sum() >= demand`; otherwise the take is what fits (less than `demand`).
+
+    At most N rounds (each fills or empties a server), run as one `fori_loop`."""
+    n = free.shape[-1]
+    idx = jnp.arange(n)
+
+    def round_(_, carry):
+        left, rest, take = carry
+        fits = left >= rest
+        # The best fit: the fewest free GPUs among the servers that hold `rest` (a key sorting by free GPUs,
+        # then by index); else the emptiest server, again lowest index first.
+        best_fit = jnp.argmin(jnp.where(fits, left * n + idx, jnp.iinfo(jnp.int32).max))
+        emptiest = jnp.argmax(left * n - idx)
+        server = jnp.where(fits.any(), best_fit, emptiest)
+        amount = jnp.where(rest > 0, jnp.minimum(left[server], rest), 0)
+        return left.at[server].add(-amount), rest - amount, take.at[server].add(amount)
+
+    zeros = jnp.zeros_like(free)
+    _, _, take = jax.lax.fori_loop(0, n, round_, (free, jnp.asarray(demand, free.dtype), zeros))
+    return take
+
+
+def take_free_slots(busy: jax.Array, take: jax.Array) -> jax.Array:
+    """`bool[N, M]`: which GPUs a placement occupies: in each server the `take[i]` lowest-index idle
+    GPUs (`busy: bool[N, M]`)."""
+    order = jnp.cumsum(~busy, axis=-1)  # 1-based rank of each idle GPU within its server
+    return ~busy & (order <= take[..., None])
