@@ -17,7 +17,8 @@ DATA = ROOT.parent / "shared" / "data"
 # One persistent XLA compilation cache for the session, its xdist workers and every process they start
 # (the CLI, the notebooks' kernels, the 8-device sharding run): the same programs, compiled in several
 # test files and processes, are otherwise compiled once per process. Set before any test imports jax;
-# an environment that sets its own directory keeps it.
+# an environment that sets its own directory keeps it. (Loading an entry logs a harmless E-level
+# "+prefer-no-gather" line: docs/testing.md, "CI time".)
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(ROOT / ".pytest_cache" / "jax-compilation"))
 # The suite is compile-bound (a cold run spends most of its time in XLA). LLVM's optimisation level 1
 # instead of the default 2 compiles faster and runs the tests' small programs about as fast: back to back on
