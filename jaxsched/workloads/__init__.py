@@ -1,4 +1,5 @@
-"""Workloads: the `Workload` pytree, trace loaders and generators (HPC), and DDL jobs (GPU cloud)."""
+"""Workloads: the `Workload` pytree, trace loaders and generators (HPC), DDL jobs (GPU cloud) and DLT jobs
+(GPU-locality cluster)."""
 
 from jaxsched.workloads.base import Workload, make_workload, validate_workload
 from jaxsched.workloads.ddl import (
@@ -19,11 +20,15 @@ from jaxsched.workloads.ddl import (
     train_test_split,
     validate_ddl_workload,
 )
+from jaxsched.workloads.dlt import DLT_MODELS, DLTWorkload, load_dlt_csv
 from jaxsched.workloads.lublin import LublinConfig, generate, generate_bank
 from jaxsched.workloads.pai import load_pai
 from jaxsched.workloads.swf import load_swf, load_swf_with_report, parse_swf_text, write_swf
 
 __all__ = [
+    "DLT_MODELS",
+    "DLTWorkload",
+    "load_dlt_csv",
     "Workload",
     "make_workload",
     "validate_workload",

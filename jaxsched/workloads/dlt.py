@@ -1,0 +1,183 @@
+"""Deep-learning training (DLT) jobs for the GPU-locality cluster of SCED² (`DLTWorkload`), and a loader
+for DLT trace CSVs.
+
+A DLT job asks for `gpus` GPUs, gang-scheduled and non-preemptive, trains model `model` (an index into
+`DLT_MODELS`, the six of the paper's Table II), and runs `duration` seconds when its GPUs sit on one
+server (the ideal time `T_ideal` of Eq. 2; the locality model stretches it on scattered GPUs).
+
+Two CSV layouts are read (`load_dlt_csv`), recognised by their header:
+  * Tiresias-style: `job_id,num_gpu,submit_time,iterations,model_name,duration,interval` (any column
+    order; `iterations` and `interval` are read past);
+  * plain: `submit,gpus,duration,model` (job ids are the row numbers, from 0).
+
+Rules (each violation is a `ValueError` naming the file, its 1-based line and the column):
+  * a data row has as many fields as the header; blank lines are skipped;
+  * numbers may be written as floats ("4.0"), but GPU counts and job ids must be whole; non-numbers,
+    NaN and infinities are errors;
+  * `gpus >= 1`, `duration > 0`, `submit >= 0`; job ids unique;
+  * the model is one of `DLT_MODELS` or an alias of one (`MODEL_ALIASES`), case-insensitive;
+  * a job wider than `cluster_gpus` (when given) is an error naming it, unless `drop_too_wide=True`
+    (dropped and counted in the report);
+  * the jobs are sorted stably by submit time (the simulator needs arrival order); the report says whether
+    the file already was.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+# The paper's Table II, its language, speech and vision models.
+DLT_MODELS = ("transformer", "deepspeech", "vgg16", "inception3", "resnet50", "alexnet")
+MODEL_ALIASES = {
+    "inceptionv3": "inception3",
+    "inception_v3": "inception3",
+    "inception-v3": "inception3",
+    "resnet-50": "resnet50",
+    "resnet_50": "resnet50",
+    "vgg-16": "vgg16",
+    "vgg_16": "vgg16",
+    "deep_speech": "deepspeech",
+    "deepspeech2": "deepspeech",
+}
+TIRESIAS_COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval")
+PLAIN_COLUMNS = ("submit", "gpus", "duration", "model")
+
+
+@struct.dataclass
+class DLTWorkload:
+    """DLT jobs in arrival order, arrays `[J]`."""
+
+    job_id: jnp.ndarray  # i32
+    submit: jnp.ndarray  # f32 seconds
+    gpus: jnp.ndarray  # i32
+    duration: jnp.ndarray  # f32 seconds on one server (T_ideal)
+    model: jnp.ndarray  # i32 index into DLT_MODELS
+
+    @property
+    def n_jobs(self) -> int:
+        return int(self.gpus.shape[0])
+
+
+@dataclass(frozen=True)
+class DLTReport:
+    """What `load_dlt_csv` read: the layout (`tiresias` or `plain`), data rows, jobs kept, jobs dropped as
+    wider than the cluster, and whether the rows were already in submit order."""
+
+    source: str
+    layout: str
+    n_rows: int
+    n_jobs: int
+    n_dropped_too_wide: int
+    was_sorted: bool
+
+
+def model_index(name: str) -> int | None:
+    """The index of `name` (or of its alias) in `DLT_MODELS`, case-insensitive; None when unknown."""
+    key = name.strip().lower()
+    key = MODEL_ALIASES.get(key, key)
+    return DLT_MODELS.index(key) if key in DLT_MODELS else None
+
+
+def _number(source, lineno: int, column: str, text: str, whole: bool = False) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{source}: line {lineno}: {column} is not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{source}: line {lineno}: {column} must be finite, got {text!r}")
+    if whole and value != int(value):
+        raise ValueError(f"{source}: line {lineno}: {column} must be a whole number, got {text!r}")
+    return value
+
+
+def _layout(source, header: list[str]) -> tuple[str, dict[str, int]]:
+    """`(layout, {column: position})` of a header row."""
+    names = [h.strip().lower() for h in header]
+    for layout, columns in (("tiresias", TIRESIAS_COLUMNS), ("plain", PLAIN_COLUMNS)):
+        if set(columns) <= set(names):
+            return layout, {c: names.index(c) for c in columns}
+    raise ValueError(
+        f"{source}: line 1: the header {','.join(names)!r} is neither a Tiresias-style DLT trace "
+        f"({','.join(TIRESIAS_COLUMNS)}) nor a plain one ({','.join(PLAIN_COLUMNS)})"
+    )
+
+
+def load_dlt_csv(
+    path: str | Path, cluster_gpus: int | None = None, drop_too_wide: bool = False
+) -> tuple[DLTWorkload, DLTReport]:
+    """Read a DLT trace CSV (module docstring) into a `DLTWorkload` in arrival order, and its report."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"DLT trace file not found: {path}")
+    if cluster_gpus is not None and cluster_gpus < 1:
+        raise ValueError(f"cluster_gpus must be >= 1, got {cluster_gpus}")
+    with path.open(newline="") as f:
+        rows = [(i + 1, r) for i, r in enumerate(csv.reader(f)) if any(c.strip() for c in r)]
+    if not rows:
+        raise ValueError(f"{path}: empty file (a DLT trace needs a header and job rows)")
+    layout, col = _layout(path, rows[0][1])
+    names = {"job_id": "job_id", "gpus": "num_gpu", "submit": "submit_time", "duration": "duration",
+             "model": "model_name"} if layout == "tiresias" else {k: k for k in PLAIN_COLUMNS}  # fmt: skip
+    n_fields = len(rows[0][1])
+    jobs, seen, dropped = [], {}, 0
+    for k, (lineno, row) in enumerate(rows[1:]):
+        if len(row) != n_fields:
+            raise ValueError(f"{path}: line {lineno}: {len(row)} fields, the header has {n_fields}")
+
+        def field(name: str, row=row) -> str:
+            return row[col[names[name]]].strip()
+
+        job_id = k  # plain traces: the row number
+        if layout == "tiresias":
+            job_id = int(_number(path, lineno, "job_id", field("job_id"), whole=True))
+        gpus = int(_number(path, lineno, names["gpus"], field("gpus"), whole=True))
+        submit = _number(path, lineno, names["submit"], field("submit"))
+        duration = _number(path, lineno, names["duration"], field("duration"))
+        model = model_index(field("model"))
+        if gpus < 1:
+            raise ValueError(f"{path}: line {lineno}: {names['gpus']} must be >= 1, got {gpus}")
+        if duration <= 0:
+            raise ValueError(f"{path}: line {lineno}: {names['duration']} must be > 0, got {duration:g}")
+        if submit < 0:
+            raise ValueError(f"{path}: line {lineno}: {names['submit']} must be >= 0, got {submit:g}")
+        if model is None:
+            raise ValueError(
+                f"{path}: line {lineno}: {names['model']} {field('model')!r} is not a known model "
+                f"(one of {', '.join(DLT_MODELS)}, or an alias: {', '.join(MODEL_ALIASES)})"
+            )
+        if job_id in seen:
+            raise ValueError(f"{path}: line {lineno}: job_id {job_id} repeats line {seen[job_id]}")
+        seen[job_id] = lineno
+        if cluster_gpus is not None and gpus > cluster_gpus:
+            if not drop_too_wide:
+                raise ValueError(
+                    f"{path}: line {lineno}: job {job_id} asks for {gpus} GPUs, more than the cluster's "
+                    f"{cluster_gpus} (drop_too_wide=True drops such jobs)"
+                )
+            dropped += 1
+            continue
+        jobs.append((submit, job_id, gpus, duration, model))
+    if not jobs:
+        raise ValueError(f"{path}: no jobs (only a header, or every job dropped as too wide)")
+    submits = np.array([j[0] for j in jobs], np.float64)
+    order = np.argsort(submits, kind="stable")
+    arr = [np.array([jobs[i][c] for i in order]) for c in range(5)]
+    workload = DLTWorkload(
+        job_id=jnp.asarray(arr[1], jnp.int32),
+        submit=jnp.asarray(arr[0], jnp.float32),
+        gpus=jnp.asarray(arr[2], jnp.int32),
+        duration=jnp.asarray(arr[3], jnp.float32),
+        model=jnp.asarray(arr[4], jnp.int32),
+    )
+    report = DLTReport(
+        source=str(path), layout=layout, n_rows=len(rows) - 1, n_jobs=len(jobs), n_dropped_too_wide=dropped,
+        was_sorted=bool(np.all(np.diff(submits) >= 0)),
+    )  # fmt: skip
+    return workload, report
