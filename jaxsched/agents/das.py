@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxsched.core.checks import at_least
 from jaxsched.core.metrics import masked_mean
 from jaxsched.core.placement import descending_rank
 from jaxsched.envs.gpu_cloud_obs import N_JOB_FEATURES, N_MACHINE_FEATURES, GPUCloudObs
@@ -132,9 +133,7 @@ class DASAgentConfig:
             raise ValueError(f"agent.gp_noise must be > 0, got {self.gp_noise}")
         if not 0.0 <= self.std_min < 1.0:
             raise ValueError(f"agent.std_min must be in [0, 1), got {self.std_min}")
-        for name in ("hidden", "heads", "tau"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"agent.{name} must be >= 1, got {getattr(self, name)}")
+        at_least(self, "agent", ("hidden", "heads", "tau"))
         if self.hidden % self.heads:
             raise ValueError(f"agent.hidden ({self.hidden}) must be a multiple of agent.heads ({self.heads})")
 

@@ -59,6 +59,7 @@ from jaxsched.agents.pg import (
     value_moments,
 )
 from jaxsched.agents.pg import gae as pg_gae
+from jaxsched.core.checks import in_unit_interval, positive
 from jaxsched.core.episode import run_episode
 from jaxsched.core.wrappers import LogWrapper
 from jaxsched.nn.mlp import ValueMLP
@@ -128,12 +129,8 @@ class MAPPOConfig:
             raise ValueError(f"mappo.imitation_dagger must be in [0, 1], got {self.imitation_dagger}")
         if self.imitation_updates < 0:
             raise ValueError(f"mappo.imitation_updates must be >= 0, got {self.imitation_updates}")
-        for name in ("lr", "clip_eps", "max_grad_norm", "imitation_lr", "imitation_std"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"mappo.{name} must be > 0, got {getattr(self, name)}")
-        for name in ("gamma", "gae_lambda"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(f"mappo.{name} must be in [0, 1], got {getattr(self, name)}")
+        positive(self, "mappo", ("lr", "clip_eps", "max_grad_norm", "imitation_lr", "imitation_std"))
+        in_unit_interval(self, "mappo", ("gamma", "gae_lambda"))
 
     @property
     def minibatch_size(self) -> int:

@@ -11,16 +11,15 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxsched.core.checks import at_least
 from jaxsched.core.metrics import episode_mean
 
 
 def check_schedule(cfg, prefix: str) -> None:
     """Validate the rollout/update schedule fields a PPO-family config shares (`num_envs`, `num_steps`,
     `total_updates`, `updates_per_chunk`, `update_epochs`, `num_minibatches`); errors name `prefix.field`."""
-    for name in ("num_envs", "num_steps", "total_updates", "updates_per_chunk", "update_epochs",
-                 "num_minibatches"):  # fmt: skip
-        if getattr(cfg, name) < 1:
-            raise ValueError(f"{prefix}.{name} must be >= 1, got {getattr(cfg, name)}")
+    at_least(cfg, prefix, ("num_envs", "num_steps", "total_updates", "updates_per_chunk", "update_epochs",
+                           "num_minibatches"))  # fmt: skip
     if (cfg.num_envs * cfg.num_steps) % cfg.num_minibatches:
         raise ValueError(
             f"{prefix}.num_minibatches ({cfg.num_minibatches}) must divide num_envs × num_steps "

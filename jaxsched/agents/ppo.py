@@ -48,6 +48,7 @@ from jaxsched.agents.pg import (
     sgd_epochs,
     update_metrics,
 )
+from jaxsched.core.checks import in_unit_interval, positive
 from jaxsched.core.wrappers import LogWrapper
 from jaxsched.nn.mlp import ACTIVATION_NAMES, VecActorCritic
 
@@ -90,12 +91,8 @@ class PPOConfig:
             raise ValueError(
                 f"ppo.activation must be one of {', '.join(ACTIVATION_NAMES)}, got '{self.activation}'"
             )
-        for name in ("lr", "max_grad_norm", "clip_eps"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"ppo.{name} must be > 0, got {getattr(self, name)}")
-        for name in ("gamma", "gae_lambda"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(f"ppo.{name} must be in [0, 1], got {getattr(self, name)}")
+        positive(self, "ppo", ("lr", "max_grad_norm", "clip_eps"))
+        in_unit_interval(self, "ppo", ("gamma", "gae_lambda"))
 
     @property
     def minibatch_size(self) -> int:

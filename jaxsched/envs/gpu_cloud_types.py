@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 from flax import struct
 
+from jaxsched.core.checks import at_least
 from jaxsched.workloads.ddl import DDLWorkload
 
 
@@ -33,9 +34,7 @@ class GPUCloudConfig:
             raise ValueError(
                 f"GPUCloudConfig.max_forward_events must be >= 1 or None, got {self.max_forward_events}"
             )
-        for name in ("n_machines", "n_slots", "queue_capacity", "max_running"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"GPUCloudConfig.{name} must be >= 1, got {getattr(self, name)}")
+        at_least(self, "GPUCloudConfig", ("n_machines", "n_slots", "queue_capacity", "max_running"))
         if self.n_slots > self.queue_capacity:
             raise ValueError(
                 f"GPUCloudConfig.queue_capacity ({self.queue_capacity}) must be >= n_slots ({self.n_slots})"

@@ -34,6 +34,7 @@ import numpy as np
 from flax import struct
 
 from jaxsched.core import cluster, queue
+from jaxsched.core.checks import at_least
 from jaxsched.core.env import Environment
 from jaxsched.core.metrics import bounded_slowdown, per_job, slowdown
 from jaxsched.core.spaces import Box, Discrete
@@ -53,12 +54,8 @@ class HPCConfig:
     queue_capacity: int = 256
 
     def __post_init__(self):
-        for name in ("n_cores", "queue_capacity"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"HPCConfig.{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("window_head", "window_tail"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"HPCConfig.{name} must be >= 0, got {getattr(self, name)}")
+        at_least(self, "HPCConfig", ("n_cores", "queue_capacity"))
+        at_least(self, "HPCConfig", ("window_head", "window_tail"), low=0)
         if self.window_size < 1:
             raise ValueError("HPCConfig.window_head + window_tail must be >= 1")
         if self.window_size > self.queue_capacity:

@@ -182,6 +182,19 @@ def saved_config(cfg_class, run_dir: Path) -> dict | None:
     return config_from_dict(cfg_class, load_yaml(path)).to_dict()
 
 
+def episode_summary(metric: str, label: str, unit: str, return_fmt: str = ".2f"):
+    """`summary(records) -> str` for `train_chunks`' progress line: the chunk's episode return and
+    `metric` (shown as `label`, in `unit`), each weighted by the episodes that ended."""
+
+    def summary(records: list[dict]) -> str:
+        ret = weighted_episode_mean(records, "episode_return")
+        if not np.isfinite(ret):
+            return "no episode finished yet"
+        return f"return {ret:{return_fmt}}  {label} {weighted_episode_mean(records, metric):,.0f} {unit}"
+
+    return summary
+
+
 def open_run_dir(cfg, run_dir: Path, resume: bool, header: str, may_grow: tuple[str, ...] = ()) -> bool:
     """Make `run_dir` ready for `train_chunks`, the same way for every system: refuse a run already there
     unless `resume` (`check_no_run`); on a resume, refuse a config that differs from the one the run
@@ -204,7 +217,7 @@ def open_run_dir(cfg, run_dir: Path, resume: bool, header: str, may_grow: tuple[
 
 def train_chunks(
     run_dir: Path, name: str, init, chunk, keys, train_params, *, total: int, per_chunk: int,
-    steps_per_update: int, summary, resume: bool, check_resumable=None, progress: bool = True,
+    steps_per_update: int, summary, resume: bool, progress: bool = True,
     stop_after_chunks: int | None = None, t_build: float | None = None, on_checkpoint=None,
     devices: int | None = None,
 ) -> list[dict] | None:  # fmt: skip
@@ -212,16 +225,14 @@ def train_chunks(
     `run_dir`), run jitted `chunk(runner, train_params)` calls of `per_chunk` updates until `total`,
     appending per-update records to `metrics.jsonl` and checkpointing the runner after each. `init(keys,
     train_params)` builds the vmapped runner; `summary(records) -> str` labels the progress bar;
-    `check_resumable()` vets the config before a resume. `on_checkpoint(runner, update) -> str` (optional)
-    sees the starting runner and the runner after every chunk, before that chunk's checkpoint is saved
-    (so what it stores is never behind the runner's checkpoint); its text joins the progress line.
+    `open_run_dir` vets the run directory and the config before. `on_checkpoint(runner, update) -> str`
+    (optional) sees the starting runner and the runner after every chunk, before that chunk's checkpoint
+    is saved (so what it stores is never behind the runner's checkpoint); its text joins the progress line.
     `devices`: how many devices the seeds are spread over (`experiments.sharding.seed_sharding`; default
     the most that divide the seed count). Returns every record, or None when stopped by
     `stop_after_chunks` before `total`."""
     latest = check_no_run(run_dir, resume)
     mngr = checkpoint_manager(run_dir) if latest is not None else None
-    if latest is not None and check_resumable is not None:
-        check_resumable()
     run_dir.mkdir(parents=True, exist_ok=True)
     say = print if progress else (lambda *a, **k: None)
     t_build = time.perf_counter() if t_build is None else t_build

@@ -52,12 +52,16 @@ def keep_better(best: dict, actor, jct: np.ndarray, update: int) -> dict:
     return select.keep_better(best, actor, jct, update, METRIC, PARAMS_KEY)
 
 
-def ValidationSelector(run_dir: Path, validate, resuming: bool) -> select.ValidationSelector:  # noqa: N802
+class ValidationSelector(select.ValidationSelector):
     """The shared selector on the actor parameters and the validation JCT. `validate(actor [S, ...]) ->
     avg JCT [S, V]`."""
-    return select.ValidationSelector(
-        run_dir, validate, resuming, lambda runner: runner.params["actor"], METRIC, PARAMS_KEY, "val JCT"
-    )
+
+    def __init__(self, run_dir: Path, validate, resuming: bool):
+        super().__init__(run_dir, validate, resuming, _actor, METRIC, PARAMS_KEY, "val JCT")
+
+
+def _actor(runner):
+    return runner.params["actor"]
 
 
 def restore_selected(run_dir: Path, actor_template, step: int | None = None) -> dict:

@@ -41,10 +41,10 @@ from jaxsched.experiments.train import (
     abstract_state,
     check_no_run,
     checkpoint_manager,
+    episode_summary,
     open_run_dir,
     restore_runner,
     train_chunks,
-    weighted_episode_mean,
 )
 from jaxsched.systems.das.config import DASConfig
 from jaxsched.systems.das.evaluate import EVAL_FILE, build_for_eval, per_episode_results, seed_keys
@@ -109,13 +109,6 @@ def run_dir_of(cfg: DASConfig, variant: str) -> Path:
     return cfg.run_dir / variant
 
 
-def _summary(records: list[dict]) -> str:
-    ret = weighted_episode_mean(records, "episode_return")
-    if not np.isfinite(ret):
-        return "no episode finished yet"
-    return f"return {ret:.3f}  avg JCT {weighted_episode_mean(records, 'avg_jct_min'):,.0f} min"
-
-
 def train_das(
     cfg: DASConfig, variant: str, resume: bool = False, progress: bool = True,
     stop_after_chunks: int | None = None, devices: int | None = None,
@@ -138,7 +131,8 @@ def train_das(
     records = train_chunks(
         run_dir, f"{cfg.name}/{variant}", start, chunk, training_keys(cfg), train_params,
         total=mcfg.total_updates, per_chunk=mcfg.updates_per_chunk,
-        steps_per_update=mcfg.num_envs * mcfg.num_steps, summary=_summary, resume=resume,
+        steps_per_update=mcfg.num_envs * mcfg.num_steps,
+        summary=episode_summary("avg_jct_min", "avg JCT", "min", ".3f"), resume=resume,
         progress=progress, stop_after_chunks=stop_after_chunks, t_build=t_build, on_checkpoint=selector,
         devices=devices,
     )  # fmt: skip

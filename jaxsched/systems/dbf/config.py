@@ -23,6 +23,7 @@ from typing import ClassVar
 
 from jaxsched.agents.dbf import REWARD_WEIGHTS, dbf_ppo_config
 from jaxsched.agents.ppo import PPOConfig
+from jaxsched.core.checks import at_least
 from jaxsched.experiments.config import (
     TEST_BANK_TAG,
     TRAIN_BANK_TAG,
@@ -47,9 +48,7 @@ class EnvSection:
     max_steps: int | None = None
 
     def __post_init__(self):
-        for name in ("n_cores", "window", "queue_capacity", "episode_jobs"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"env.{name} must be >= 1, got {getattr(self, name)}")
+        at_least(self, "env", ("n_cores", "window", "queue_capacity", "episode_jobs"))
         if not 0 <= self.tail <= self.window:
             raise ValueError(f"env.tail must be in 0..{self.window} (env.window), got {self.tail}")
         if len(self.reward_weights) != 3 or min(self.reward_weights) < 0:
@@ -84,9 +83,7 @@ class WorkloadSection:
             raise ValueError(f"workload.source must be one of {', '.join(SOURCES)}, got '{self.source}'")
         if self.source == "swf" and not self.path:
             raise ValueError("workload.path is required when workload.source is 'swf'")
-        for name in ("train_episodes", "test_episodes", "jobs_per_episode"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"workload.{name} must be >= 1, got {getattr(self, name)}")
+        at_least(self, "workload", ("train_episodes", "test_episodes", "jobs_per_episode"))
         if not (math.isfinite(self.load_scale) and self.load_scale > 0):
             raise ValueError(f"workload.load_scale must be a finite number > 0, got {self.load_scale}")
         if not 0 < self.test_fraction < 1:
@@ -119,9 +116,7 @@ class EvalSection:
 
         if self.select not in SELECT:
             raise ValueError(f"eval.select must be one of {', '.join(SELECT)}, got {self.select!r}")
-        for name in ("episodes", "baseline_window", "validation_episodes"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"eval.{name} must be >= 1, got {getattr(self, name)}")
+        at_least(self, "eval", ("episodes", "baseline_window", "validation_episodes"))
         for b in self.baselines:
             if b.removesuffix("_easy") not in SCORES:
                 raise ValueError(

@@ -22,9 +22,9 @@ from jaxsched.experiments.train import (
     CURVE_FILE,
     METRICS_FILE,
     abstract_state,
+    episode_summary,
     open_run_dir,
     train_chunks,
-    weighted_episode_mean,
 )
 from jaxsched.systems.dbf.config import DBFConfig, build_run
 
@@ -94,13 +94,6 @@ def selection(cfg: DBFConfig, run_dir: Path, env, train_params, resuming: bool):
     )  # fmt: skip
 
 
-def _summary(records: list[dict]) -> str:
-    ret = weighted_episode_mean(records, "episode_return")
-    if not np.isfinite(ret):
-        return "no episode finished yet"
-    return f"return {ret:.2f}  avg wait {weighted_episode_mean(records, 'avg_wait'):,.0f} s"
-
-
 def train_run(
     cfg: DBFConfig, resume: bool = False, progress: bool = True, stop_after_chunks: int | None = None,
     devices: int | None = None,
@@ -118,7 +111,8 @@ def train_run(
     records = train_chunks(
         run_dir, cfg.name, init, chunk, seed_keys(cfg), train_params, total=ppo_cfg.total_updates,
         per_chunk=ppo_cfg.updates_per_chunk, steps_per_update=ppo_cfg.steps_per_update,
-        summary=_summary, resume=resume, progress=progress, stop_after_chunks=stop_after_chunks,
+        summary=episode_summary("avg_wait", "avg wait", "s"), resume=resume, progress=progress,
+        stop_after_chunks=stop_after_chunks,
         t_build=t_build, devices=devices, on_checkpoint=selector,
     )  # fmt: skip
     if records is None:

@@ -1,0 +1,28 @@
+"""Config validation written once: each check raises a one-line `ValueError` naming `prefix.field` and
+the value it got (`ppo.lr must be > 0, got 0.0`), as the strict loader's errors do."""
+
+from __future__ import annotations
+
+
+def at_least(cfg, prefix: str, names, low: int = 1) -> None:
+    """Every field of `names` on `cfg` is >= `low`."""
+    for name in names:
+        value = getattr(cfg, name)
+        if value < low:
+            raise ValueError(f"{prefix}.{name} must be >= {low}, got {value}")
+
+
+def positive(cfg, prefix: str, names) -> None:
+    """Every field of `names` on `cfg` is > 0 (NaN is not)."""
+    for name in names:
+        value = getattr(cfg, name)
+        if not value > 0:
+            raise ValueError(f"{prefix}.{name} must be > 0, got {value}")
+
+
+def in_unit_interval(cfg, prefix: str, names) -> None:
+    """Every field of `names` on `cfg` is in [0, 1] (NaN is not)."""
+    for name in names:
+        value = getattr(cfg, name)
+        if not 0 <= value <= 1:
+            raise ValueError(f"{prefix}.{name} must be in [0, 1], got {value}")
