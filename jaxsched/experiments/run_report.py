@@ -23,9 +23,8 @@ from rich.table import Table
 
 from jaxsched.experiments.plots import plot_learning_curves
 from jaxsched.experiments.report import print_metric_table
-from jaxsched.experiments.train import CURVE_FILE, read_metrics, weighted_episode_mean
+from jaxsched.experiments.train import CURVE_FILE, EVAL_FILE, read_metrics, weighted_episode_mean
 
-EVAL_FILE = "eval.json"
 TAIL = 0.1  # the share of the last updates the training table averages over
 # What the ± of an eval.json spans: both evaluators write the std over every (seed, episode) value.
 SPREAD = "± = std over every (seed, episode) pair of the held-out episodes"
@@ -60,12 +59,11 @@ def eval_rows(path: Path) -> dict:
     payload = json.loads(path.read_text())
     if "results" in payload:
         payload = {payload.get("variant", path.parent.name): payload["results"]}
-    rows = {
+    return {
         name: {k: (v["mean"], v["std"]) for k, v in res.items() if isinstance(v, dict) and "mean" in v}
         for name, res in payload.items()
         if isinstance(res, dict)
     }
-    return rows
 
 
 def report(system, cfg, console: Console | None = None) -> dict:

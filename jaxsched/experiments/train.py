@@ -31,6 +31,7 @@ from jaxsched.experiments.sharding import seed_sharding, shard_seeds
 CHECKPOINT_DIR = "checkpoints"
 METRICS_FILE = "metrics.jsonl"
 CONFIG_FILE = "config.yaml"
+EVAL_FILE = "eval.json"  # what a system's evaluator writes into a run directory
 CURVE_FILE = "learning_curve.png"
 KEEP_CHECKPOINTS = 2
 

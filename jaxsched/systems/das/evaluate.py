@@ -22,6 +22,7 @@ import numpy as np
 from jaxsched.experiments.evaluate import run_episode
 from jaxsched.experiments.report import print_metric_table, write_json
 from jaxsched.experiments.system import Metric
+from jaxsched.experiments.train import EVAL_FILE
 from jaxsched.policies.gpu_cloud import LABELS, make_heuristic
 from jaxsched.systems.das.config import DASConfig, build_das
 
@@ -32,7 +33,6 @@ DAS_METRICS = (
     Metric("avg_duration_min", "duration (min)", ",.1f"),
     Metric("gpu_util", "GPU util", ".3f", lower_is_better=False),
 )
-EVAL_FILE = "eval.json"
 
 
 def seed_keys(seed: int, num_seeds: int, n_episodes: int) -> jax.Array:

@@ -13,11 +13,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
-from jaxsched.experiments.train import CONFIG_FILE, config_diffs, saved_config
+from jaxsched.experiments.train import CONFIG_FILE, EVAL_FILE, config_diffs, saved_config
 from jaxsched.policies.gpu_cloud import LABELS as HEURISTIC_LABELS
 from jaxsched.policies.gpu_cloud import make_heuristic
 from jaxsched.systems.das.config import DASConfig
-from jaxsched.systems.das.evaluate import EVAL_FILE, build_for_eval, evaluate_on_episodes, seed_keys
+from jaxsched.systems.das.evaluate import build_for_eval, evaluate_on_episodes, seed_keys
 
 PLANNERS = {"mosa": "MOSA", "malo": "MALO"}
 LEARNED_ORDER = ("dl2", "rifling", "da", "da_mc", "da_rwgp", "das")

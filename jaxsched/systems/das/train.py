@@ -37,6 +37,7 @@ from jaxsched.experiments.sharding import seed_sharding, shard_seeds
 from jaxsched.experiments.train import (
     CHECKPOINT_DIR,
     CURVE_FILE,
+    EVAL_FILE,
     METRICS_FILE,
     abstract_state,
     check_no_run,
@@ -47,7 +48,7 @@ from jaxsched.experiments.train import (
     train_chunks,
 )
 from jaxsched.systems.das.config import DASConfig
-from jaxsched.systems.das.evaluate import EVAL_FILE, build_for_eval, per_episode_results, seed_keys
+from jaxsched.systems.das.evaluate import build_for_eval, per_episode_results, seed_keys
 from jaxsched.systems.das.select import (
     VALIDATION_FILE,
     ValidationSelector,

@@ -25,14 +25,13 @@ from jaxsched.experiments.evaluate import evaluate_policies
 from jaxsched.experiments.report import print_metric_table, write_json
 from jaxsched.experiments.select import restore_selected
 from jaxsched.experiments.sharding import seed_sharding, shard_seeds
-from jaxsched.experiments.train import CHECKPOINT_DIR, checkpoint_manager, restore_runner
+from jaxsched.experiments.train import CHECKPOINT_DIR, EVAL_FILE, checkpoint_manager, restore_runner
 from jaxsched.policies.hpc import make_priority_policy
 from jaxsched.systems.dbf.config import DBFConfig, build_run
 from jaxsched.systems.dbf.metrics import HPC_METRICS
 from jaxsched.systems.dbf.train import SELECT_METRIC, abstract_runner, agent_program
 
 AGENT = "agent"
-EVAL_FILE = "eval.json"
 
 
 def load_policy_params(cfg: DBFConfig, checkpoint_dir, env, env_params):
