@@ -12,7 +12,7 @@ from reference.gpu_locality import fragmentation as ref_fragmentation
 from reference.gpu_locality import packing as ref_packing
 
 from jaxsched.core.metrics import fragmentation
-from jaxsched.core.placement import packing_take, take_free_slots
+from jaxsched.core.placement import packing_servers, packing_take, take_free_slots
 
 take = jax.jit(packing_take)
 
@@ -50,6 +50,19 @@ def test_packing_equals_the_reference_and_keeps_its_properties():
         if (f >= d).any() and d > 0:
             assert (g > 0).sum() == 1
     np.testing.assert_array_equal(got[7], np.asarray(take(jnp.asarray(free[7]), jnp.asarray(demand[7]))))
+
+
+def test_packing_servers_counts_the_servers_packing_uses():
+    """The closed form (sorted free GPUs, prefix sums) equals the server count of the reference packing
+    on 500 random clusters, for every demand from 0 to one past the free total (0 servers: infeasible)."""
+    rng = np.random.default_rng(1)
+    free = rng.integers(0, 9, size=(500, 15)).astype(np.int32)
+    demands = jnp.arange(0, 122, dtype=jnp.int32)
+    got = np.asarray(jax.jit(jax.vmap(packing_servers, in_axes=(0, None)))(jnp.asarray(free), demands))
+    for f, row in zip(free, got, strict=True):
+        for d in range(0, int(f.sum()) + 2):
+            want = sum(x > 0 for x in ref_packing(f.tolist(), d)) if 0 < d <= f.sum() else 0
+            assert row[d] == want, (f, d)
 
 
 def test_take_free_slots_fills_the_lowest_idle_gpus():

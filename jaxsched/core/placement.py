@@ -77,3 +77,17 @@ def take_free_slots(busy: jax.Array, take: jax.Array) -> jax.Array:
     GPUs (`busy: bool[N, M]`)."""
     order = jnp.cumsum(~busy, axis=-1)  # 1-based rank of each idle GPU within its server
     return ~busy & (order <= take[..., None])
+
+
+def packing_servers(free: jax.Array, demand: jax.Array) -> jax.Array:
+    """`i32[...]`: how many servers `packing_take(free, g)` spreads each demand g of `demand` (`i32[...]`)
+    over, without placing it: with the free GPUs sorted in descending order f₁ ≥ f₂ ≥ …, packing empties
+    the fullest-free servers until the rest fits in one, so it uses `1 + min{i : g − (f₁ + … + fᵢ) ≤ fᵢ₊₁}`
+    servers. O(N log N + |demand|·N); a demand of 0, or more than `free.sum()`, gives 0."""
+    f = -jnp.sort(-free)  # [N] descending
+    taken = jnp.concatenate([jnp.zeros((1,), f.dtype), jnp.cumsum(f)[:-1]])  # [N] f₁ + … + fᵢ, i = 0..N-1
+    d = jnp.asarray(demand)[..., None]
+    done = d - taken <= f  # [..., N]: after emptying i servers the rest fits in the next one
+    first = jnp.argmax(done, axis=-1)
+    feasible = done.any(axis=-1) & (jnp.asarray(demand) > 0)
+    return jnp.where(feasible, first + 1, 0).astype(jnp.int32)

@@ -8,6 +8,8 @@ from jaxsched.envs.gpu_cloud import (
     GPUCloudState,
 )
 from jaxsched.envs.gpu_cloud_obs import GPUCloudObs
+from jaxsched.envs.gpu_locality import GPULocalityEnv, GPULocalityObs, GPULocalityState
+from jaxsched.envs.gpu_locality_params import GPULocalityConfig, GPULocalityParams
 from jaxsched.envs.hpc import HPCConfig, HPCEnv, HPCObs, HPCParams, HPCState
 from jaxsched.envs.registry import EnvSpec, make, registered
 
@@ -19,6 +21,11 @@ __all__ = [
     "GPUCloudObs",
     "GPUCloudParams",
     "GPUCloudState",
+    "GPULocalityConfig",
+    "GPULocalityEnv",
+    "GPULocalityObs",
+    "GPULocalityParams",
+    "GPULocalityState",
     "HPCConfig",
     "HPCEnv",
     "HPCObs",

@@ -77,6 +77,29 @@ def gpu_cloud_setup(
     return env, params
 
 
+def gpu_locality_setup(
+    n_servers: int = 15,
+    gpus_per_server: int = 8,
+    window: int = 10,
+    n_levels: int = 4,
+    auto_forward: bool = True,
+    single_gpu_share: float = 0.68,
+    arrival_scale: float = 1.0,
+    episode_jobs: int = 1000,
+    episodes: int = 30,
+    seed: int = 0,
+):
+    """SCED²'s GPU-locality cluster (`n_servers` × `gpus_per_server`, a `window`-job window, `n_levels`
+    profile levels) over `episodes` generated Philly-like episodes of `episode_jobs` jobs."""
+    from jaxsched.envs.gpu_locality import GPULocalityConfig, GPULocalityEnv
+    from jaxsched.workloads.philly import PhillyConfig, generate_dlt_bank
+
+    env = GPULocalityEnv(GPULocalityConfig(n_servers, gpus_per_server, window, n_levels, auto_forward))
+    philly = PhillyConfig(single_gpu_share=single_gpu_share, arrival_scale=arrival_scale)
+    bank, starts, ends = generate_dlt_bank(jax.random.key(seed), philly, episodes, episode_jobs)
+    return env, env.make_params(bank, starts=starts, ends=ends)
+
+
 @dataclass(frozen=True)
 class EnvSpec:
     """A registered environment: `build(**overrides) -> (env, params)`."""
@@ -98,6 +121,7 @@ class EnvSpec:
 
 DBF = "Deep Back-Filling (HPCC'22)"
 DAS = "DAS (KDD'23)"
+SCED2 = "SCED² (Luan et al.)"
 _SPECS = [
     EnvSpec("dbf", DBF, "HPC: 256 cores, 9 + 1 split window, 1,000-job Lublin episodes", hpc_setup),
     EnvSpec(
@@ -123,6 +147,15 @@ _SPECS = [
         "the CI size: small cluster, 2,000 PAI-like jobs, 200-job episodes",
         gpu_cloud_setup,
         {"size": "small", "n_jobs": 2000, "episode_jobs": 200},
+    ),  # fmt: skip
+    EnvSpec("sced2", SCED2, "GPU locality: 15 × 8 GPUs, 10-job window, 1,000-job Philly-like episodes",
+            gpu_locality_setup),  # fmt: skip
+    EnvSpec(
+        "sced2-quick",
+        SCED2,
+        "the CI size: 4 × 8 GPUs (arrivals 3.75× sparser: the same load per GPU), 8 episodes of 100 jobs",
+        gpu_locality_setup,
+        {"n_servers": 4, "arrival_scale": 3.75, "episode_jobs": 100, "episodes": 8},
     ),  # fmt: skip
 ]
 SPECS = {s.name: s for s in _SPECS}

@@ -97,3 +97,19 @@ class ValueMLP(nn.Module):
     @nn.compact
     def __call__(self, x):
         return jnp.squeeze(MLP(self.hidden, 1, self.act, 1.0)(x), -1)
+
+
+class QMLP:
+    """The default DQN network: an MLP (ReLU) from the flat feature vector to one Q-value per action.
+
+    The interface DQN takes by injection (`agents.dqn.DQN(..., network=)`): `init(key, vec [D])` and
+    `apply(params, vec [B, D]) -> q [B, A]`."""
+
+    def __init__(self, n_actions: int, hidden: Sequence[int] = (128, 128), act: str = "relu"):
+        self.module = MLP(tuple(hidden), n_actions, act, 1.0)
+
+    def init(self, key, vec):
+        return self.module.init(key, jnp.zeros_like(vec, jnp.float32))
+
+    def apply(self, params, vec):
+        return self.module.apply(params, vec)

@@ -1,5 +1,5 @@
 """Workloads: the `Workload` pytree, trace loaders and generators (HPC), DDL jobs (GPU cloud) and DLT jobs
-(GPU-locality cluster)."""
+(GPU-locality cluster: trace loader and the Philly-like generator)."""
 
 from jaxsched.workloads.base import Workload, make_workload, validate_workload
 from jaxsched.workloads.ddl import (
@@ -23,12 +23,17 @@ from jaxsched.workloads.ddl import (
 from jaxsched.workloads.dlt import DLT_MODELS, DLTWorkload, load_dlt_csv
 from jaxsched.workloads.lublin import LublinConfig, generate, generate_bank
 from jaxsched.workloads.pai import load_pai
+from jaxsched.workloads.philly import CATEGORY_MODELS, RUNTIME_QUANTILES, PhillyConfig, generate_dlt_bank
 from jaxsched.workloads.swf import load_swf, load_swf_with_report, parse_swf_text, write_swf
 
 __all__ = [
     "DLT_MODELS",
     "DLTWorkload",
     "load_dlt_csv",
+    "PhillyConfig",
+    "generate_dlt_bank",
+    "RUNTIME_QUANTILES",
+    "CATEGORY_MODELS",
     "Workload",
     "make_workload",
     "validate_workload",

@@ -1,0 +1,389 @@
+"""SCED²'s locality-aware GPU cluster (Luan et al., §II–IV): N servers × M GPUs, exclusive, gang-scheduled,
+non-preemptive DLT jobs placed by *packing*, and an agent that picks which waiting job runs next.
+
+A decision (§III-C) is one of J + 1 actions over the window of the first J waiting jobs by arrival:
+  * pick slot i (valid when the slot shows a job whose GPUs fit in the idle GPUs, anywhere): the job is
+    placed now by packing (`core.placement.packing_take`), runs `ceil(T_ideal · slowdown[model, level])`
+    seconds (the locality model, `gpu_locality_params`), and the reward is its execution effectiveness
+    E = T_ideal / (T_wait + T_actual) (Eq. 2). Time stays frozen; the next waiting job slides into the window;
+  * φ (action J): reward 0, time moves to the next event — the next arrival or the next GPU release,
+    simultaneous events together. φ is masked only when no event can happen (then some pick is valid).
+An invalid pick, or a masked φ, acts as φ and is counted in `invalid`. With `auto_forward` (default) a
+state with no valid pick forwards by itself, so the agent only sees real choices. An episode ends when every
+one of its jobs is placed (their completions are known then: runs never change once started).
+
+Choices the paper leaves open, documented where made:
+  * Whole seconds: submit times are rounded, T_ideal rounded up to >= 1 s (`whole_seconds`).
+  * Each window job counts in `passed` the forwards it sat through while it fit (DSIF's delay budget).
+  * Observation (Table I): per-GPU remaining time, per window job its k profiled run times + GPUs + wait,
+    and four statistics of the jobs behind the window. Times enter as log1p(seconds / time_scale): run
+    times span seconds to days (Fig. 3b), and a linear scale would crush every short job to 0.
+  * The jobs behind the window are always a contiguous arrival range — only window jobs are ever placed —
+    so the window is J slots of bank indices plus two counters, the queue needs no capacity, and the
+    statistics come from prefix sums in O(1).
+  * Fragmentation (Eq. 1, per server, averaged over servers) and utilisation are integrated over time,
+    sampled when a forward begins and held until it ends.
+  * Table III's shares count multi-GPU jobs (a 1-GPU job always has its best locality); a placement
+    *reuses* locality when it is at its best and every GPU it takes was last held by a multi-GPU job.
+
+Per decision the work is O(J + N·M) (the pick's packing O(N²) with N = 15); a forward also bisects the
+episode's submit times to admit every arrival due.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxsched.core import cluster
+from jaxsched.core.env import Environment
+from jaxsched.core.metrics import fragmentation, per_job
+from jaxsched.core.placement import packing_take, take_free_slots
+from jaxsched.core.spaces import Box, Discrete
+from jaxsched.envs.gpu_locality_params import (
+    GPULocalityConfig,
+    GPULocalityParams,
+    make_params,
+    min_servers,
+    profile_times,
+    run_time,
+)
+
+ARRIVAL_CHUNK = 8  # arrivals admitted per gallop step of `_first_after`
+N_STATS = 4  # jobs behind the window: count, mean GPUs, mean ideal time, mean wait
+
+
+@struct.dataclass
+class GPULocalityState:
+    t: jnp.ndarray  # i32 current time
+    t0: jnp.ndarray  # i32 episode start (first submit)
+    gpu_end: jnp.ndarray  # i32[N, M] end of the job on each GPU (<= t: idle)
+    gpu_multi: jnp.ndarray  # bool[N, M] the GPU's last job was a multi-GPU job
+    win_job: jnp.ndarray  # i32[J] bank index per window slot, arrival order, -1 empty
+    win_passed: jnp.ndarray  # i32[J] forwards each window job sat through while it fit
+    win_len: jnp.ndarray  # i32 jobs in the window
+    behind: jnp.ndarray  # i32 bank index of the first waiting job behind the window
+    next_job: jnp.ndarray  # i32 bank index of the next arrival
+    end_job: jnp.ndarray  # i32 the episode's jobs are [start, end_job)
+    n_jobs: jnp.ndarray  # i32 jobs in the episode
+    steps: jnp.ndarray  # i32 decisions
+    forwards: jnp.ndarray  # i32 valid φ decisions
+    invalid: jnp.ndarray  # i32 invalid picks and masked φ
+    placed: jnp.ndarray  # i32
+    max_end: jnp.ndarray  # i32 latest completion of a placed job
+    sum_e: jnp.ndarray  # f32 Σ E
+    sum_wait: jnp.ndarray  # f32
+    sum_actual: jnp.ndarray  # f32
+    area_frag: jnp.ndarray  # f32 ∫ mean-server fragmentation dt
+    area_busy: jnp.ndarray  # f32 ∫ busy GPUs dt
+    # Table III: [multi-GPU placed, of them relaxed] × (sensitive, insensitive); waits by sensitivity
+    multi: jnp.ndarray  # i32[2]
+    relaxed: jnp.ndarray  # i32[2]
+    reused: jnp.ndarray  # i32 multi-GPU jobs on reused best locality
+    n_by_sens: jnp.ndarray  # i32[2] placed jobs per sensitivity
+    wait_by_sens: jnp.ndarray  # f32[2] their Σ wait
+
+
+@struct.dataclass
+class GPULocalityObs:
+    """What a policy sees. Learned policies read the structured `gpu`/`jobs`/`stats` (the shared-weight
+    Q-network needs the server axis) or the flat `vec`; heuristics read the raw integers.
+
+    gpu:   f32[N, M]      log1p(remaining time / time_scale) per GPU
+    jobs:  f32[J, k+2]    per slot: log1p(profile / ts) × k, GPUs / M, log1p(wait / ts); 0 when empty
+    stats: f32[4]         behind the window: log1p(count), mean GPUs / M, log1p(mean T_ideal / ts),
+                          log1p(mean wait / ts); 0 when none
+    vec:   f32[N·M + (k+2)·J + 4]
+    mask:  bool[J+1]      valid picks, then φ
+    raw, 0 in empty slots: present, gpus, ideal, wait, model, passed `[J]`; profile i32[J, k];
+    free i32[N] idle GPUs per server; t i32
+    """
+
+    gpu: jnp.ndarray
+    jobs: jnp.ndarray
+    stats: jnp.ndarray
+    vec: jnp.ndarray
+    mask: jnp.ndarray
+    present: jnp.ndarray
+    gpus: jnp.ndarray
+    ideal: jnp.ndarray
+    wait: jnp.ndarray
+    model: jnp.ndarray
+    passed: jnp.ndarray
+    profile: jnp.ndarray
+    free: jnp.ndarray
+    t: jnp.ndarray
+
+
+def _first_after(submit: jax.Array, lo: jax.Array, hi: jax.Array, t: jax.Array) -> jax.Array:
+    """The first index in `[lo, hi)` whose submit is > t (`hi` if none). `submit` is sorted inside an
+    episode: gallop over it `ARRIVAL_CHUNK` jobs at a time (one chunk almost always: simultaneous arrivals
+    are few)."""
+    n = submit.shape[0]
+    offsets = jnp.arange(ARRIVAL_CHUNK)
+
+    def more(carry):
+        return carry[1]
+
+    def chunk(carry):
+        i, _ = carry
+        idx = i + offsets
+        due = (idx < hi) & (submit[jnp.minimum(idx, n - 1)] <= t)
+        count = due.sum(dtype=i.dtype)  # due jobs are a prefix of the chunk (sorted submits)
+        return i + count, count == ARRIVAL_CHUNK
+
+    return jax.lax.while_loop(more, chunk, (lo, jnp.bool_(True)))[0]
+
+
+class GPULocalityEnv(Environment[GPULocalityState, GPULocalityParams]):
+    """SCED²'s cluster (module docstring)."""
+
+    name = "gpu_locality"
+
+    def __init__(self, config: GPULocalityConfig | None = None):
+        self.config = GPULocalityConfig() if config is None else config
+
+    def make_params(self, bank, **kwargs) -> GPULocalityParams:
+        """`gpu_locality_params.make_params` for this env's config."""
+        return make_params(self.config, bank, **kwargs)
+
+    def default_params(self) -> GPULocalityParams:
+        raise ValueError("GPULocalityEnv needs a workload: env.make_params(bank, ...) (jaxsched.workloads)")
+
+    @property
+    def phi(self) -> int:
+        """The φ action (forward), after the J picks."""
+        return self.config.window
+
+    # ---- reset / step ---------------------------------------------------------------------------
+    def reset_env(self, key, params: GPULocalityParams):
+        cfg = self.config
+        n, m, j = cfg.n_servers, cfg.gpus_per_server, cfg.window
+        s = jax.random.randint(key, (), 0, params.starts.shape[0])
+        start, end = params.starts[s], params.ends[s]
+        t0 = params.submit[start]
+        zi, zf = jnp.int32(0), jnp.float32(0.0)
+        state = GPULocalityState(
+            t=t0, t0=t0,
+            gpu_end=jnp.zeros((n, m), jnp.int32), gpu_multi=jnp.zeros((n, m), bool),
+            win_job=jnp.full((j,), -1, jnp.int32), win_passed=jnp.zeros((j,), jnp.int32), win_len=zi,
+            behind=start, next_job=_first_after(params.submit, start, end, t0), end_job=end,
+            n_jobs=end - start,
+            steps=zi, forwards=zi, invalid=zi, placed=zi, max_end=t0,
+            sum_e=zf, sum_wait=zf, sum_actual=zf, area_frag=zf, area_busy=zf,
+            multi=jnp.zeros(2, jnp.int32), relaxed=jnp.zeros(2, jnp.int32), reused=zi,
+            n_by_sens=jnp.zeros(2, jnp.int32), wait_by_sens=jnp.zeros(2, jnp.float32),
+        )  # fmt: skip
+        state = self._refill(state)
+        if cfg.auto_forward:
+            state = self._auto_forward(state, params)
+        return self.observe(state, params), state
+
+    def step_env(self, key, state: GPULocalityState, action, params: GPULocalityParams):
+        cfg = self.config
+        action = jnp.asarray(action, jnp.int32)
+        mask = self._mask(state, params)
+        valid = mask[jnp.clip(action, 0, cfg.window)]
+        pick = valid & (action < cfg.window)
+        slot = jnp.clip(action, 0, cfg.window - 1)
+        placed, reward = self._place(state, slot, params)
+        forwarded = self._forward(state, params)
+        state = jax.tree.map(lambda a, b: jnp.where(pick, a, b), placed, forwarded)
+        state = state.replace(
+            steps=state.steps + 1,
+            forwards=state.forwards + (valid & ~pick).astype(jnp.int32),
+            invalid=state.invalid + (~valid).astype(jnp.int32),
+        )
+        if cfg.auto_forward:
+            state = self._auto_forward(state, params)
+        terminated = state.placed >= state.n_jobs
+        truncated = (state.steps >= params.max_steps) & ~terminated
+        reward = jnp.where(pick, reward, 0.0).astype(jnp.float32)
+        return self.observe(state, params), state, reward, terminated, truncated, {}
+
+    # ---- the two transitions --------------------------------------------------------------------
+    def _free(self, state: GPULocalityState) -> jax.Array:
+        """`i32[N]` idle GPUs per server."""
+        return cluster.free_mask(state.gpu_end, state.t).sum(axis=-1, dtype=jnp.int32)
+
+    def _place(self, state: GPULocalityState, slot, params: GPULocalityParams):
+        """Start window slot `slot`'s job now (the caller checks it fits): `(state, E)`."""
+        cfg = self.config
+        job = jnp.maximum(state.win_job[slot], 0)
+        g, ideal, model = params.gpus[job], params.ideal[job], params.model[job]
+        idle = cluster.free_mask(state.gpu_end, state.t)
+        take = packing_take(idle.sum(axis=-1, dtype=jnp.int32), g)
+        servers = (take > 0).sum(dtype=jnp.int32)
+        level = jnp.minimum(servers - min_servers(g, cfg.gpus_per_server), cfg.n_levels - 1)
+        actual = run_time(params, ideal, model, level)
+        wait = state.t - params.submit[job]
+        e = ideal.astype(jnp.float32) / (wait + actual).astype(jnp.float32)
+        gpus_taken = take_free_slots(~idle, take)
+        end = state.t + actual
+        multi = g > 1
+        best = level == 0
+        reused = multi & best & jnp.all(jnp.where(gpus_taken, state.gpu_multi, True))
+        # Sensitive (index 0): the level-1 slowdown reaches `sensitive_ratio`; with one level, none is.
+        sensitive = (params.slowdown[model, min(1, cfg.n_levels - 1)] >= params.sensitive_ratio) & (
+            cfg.n_levels > 1
+        )
+        sens = jnp.where(sensitive, 0, 1)
+        onehot = jnp.arange(2) == sens
+        # Remove the slot; later slots shift towards the head, keeping their delay counters.
+        idx = jnp.arange(cfg.window)
+        shift = idx >= slot
+        nxt = lambda a, fill: jnp.concatenate([a[1:], jnp.full((1,), fill, a.dtype)])
+        state = state.replace(
+            gpu_end=jnp.where(gpus_taken, end, state.gpu_end),
+            gpu_multi=jnp.where(gpus_taken, multi, state.gpu_multi),
+            win_job=jnp.where(shift, nxt(state.win_job, -1), state.win_job),
+            win_passed=jnp.where(shift, nxt(state.win_passed, 0), state.win_passed),
+            win_len=state.win_len - 1,
+            placed=state.placed + 1,
+            max_end=jnp.maximum(state.max_end, end),
+            sum_e=state.sum_e + e,
+            sum_wait=state.sum_wait + wait.astype(jnp.float32),
+            sum_actual=state.sum_actual + actual.astype(jnp.float32),
+            multi=state.multi + (onehot & multi).astype(jnp.int32),
+            relaxed=state.relaxed + (onehot & multi & ~best).astype(jnp.int32),
+            reused=state.reused + reused.astype(jnp.int32),
+            n_by_sens=state.n_by_sens + onehot.astype(jnp.int32),
+            wait_by_sens=state.wait_by_sens + jnp.where(onehot, wait.astype(jnp.float32), 0.0),
+        )
+        return self._refill(state), e
+
+    def _next_event(self, state: GPULocalityState, params: GPULocalityParams) -> jax.Array:
+        """The time of the next arrival or GPU release, `cluster.NEVER` if none can happen."""
+        has_arrival = state.next_job < state.end_job
+        next_submit = params.submit[jnp.minimum(state.next_job, params.submit.shape[0] - 1)]
+        t_arrival = jnp.where(has_arrival, next_submit, cluster.NEVER)
+        return jnp.minimum(t_arrival, cluster.next_release(state.gpu_end.reshape(-1), state.t))
+
+    def _forward(self, state: GPULocalityState, params: GPULocalityParams) -> GPULocalityState:
+        """Move to the next event (no change if none): integrate the areas, count the delays of window jobs
+        that fit, admit every arrival due, refill the window."""
+        t_next = self._next_event(state, params)
+        moves = t_next < cluster.NEVER
+        t_new = jnp.where(moves, t_next, state.t)
+        dt = (t_new - state.t).astype(jnp.float32)
+        remaining = jnp.maximum(state.gpu_end - state.t, 0).astype(jnp.float32)
+        busy = (state.gpu_end > state.t).sum(dtype=jnp.int32)
+        fits = self._window_fits(state, params)
+        state = state.replace(
+            t=t_new,
+            next_job=_first_after(params.submit, state.next_job, state.end_job, t_new),
+            win_passed=state.win_passed + (fits & moves).astype(jnp.int32),
+            area_frag=state.area_frag + dt * fragmentation(remaining).mean(),
+            area_busy=state.area_busy + dt * busy.astype(jnp.float32),
+        )
+        return self._refill(state)
+
+    def _auto_forward(self, state: GPULocalityState, params: GPULocalityParams) -> GPULocalityState:
+        """Forward while nothing can be picked, the episode runs, and an event can still happen."""
+
+        def stuck(s):
+            no_pick = ~self._window_fits(s, params).any()
+            return no_pick & (s.placed < s.n_jobs) & (self._next_event(s, params) < cluster.NEVER)
+
+        return jax.lax.while_loop(stuck, lambda s: self._forward(s, params), state)
+
+    def _refill(self, state: GPULocalityState) -> GPULocalityState:
+        """Fill the window's empty tail with the waiting jobs behind it, in arrival order."""
+        j = self.config.window
+        idx = jnp.arange(j)
+        job = state.behind + idx - state.win_len  # the candidate for each empty slot
+        new = (idx >= state.win_len) & (job < state.next_job)
+        n_new = new.sum(dtype=jnp.int32)
+        return state.replace(
+            win_job=jnp.where(new, job, state.win_job),
+            win_passed=jnp.where(new, 0, state.win_passed),
+            win_len=state.win_len + n_new,
+            behind=state.behind + n_new,
+        )
+
+    def _window_fits(self, state: GPULocalityState, params: GPULocalityParams) -> jax.Array:
+        """`bool[J]`: the slot shows a job whose GPUs fit in the idle GPUs."""
+        present = jnp.arange(self.config.window) < state.win_len
+        g = params.gpus[jnp.maximum(state.win_job, 0)]
+        return present & (g <= cluster.num_free(state.gpu_end.reshape(-1), state.t))
+
+    def _mask(self, state: GPULocalityState, params: GPULocalityParams) -> jax.Array:
+        phi = self._next_event(state, params) < cluster.NEVER
+        return jnp.concatenate([self._window_fits(state, params), phi[None]])
+
+    # ---- observation ----------------------------------------------------------------------------
+    def observe(self, state: GPULocalityState, params: GPULocalityParams) -> GPULocalityObs:
+        cfg = self.config
+        ts = params.time_scale
+        scale = lambda x: jnp.log1p(x.astype(jnp.float32) / ts)
+        present = jnp.arange(cfg.window) < state.win_len
+        job = jnp.maximum(state.win_job, 0)
+        zero = lambda x: jnp.where(present, x, 0)
+        gpus, ideal, model = zero(params.gpus[job]), zero(params.ideal[job]), zero(params.model[job])
+        wait = zero(state.t - params.submit[job])
+        profile = jnp.where(present[:, None], profile_times(cfg, params, ideal, gpus, model), 0)
+        jobs = jnp.concatenate(
+            [scale(profile), (gpus / cfg.gpus_per_server)[:, None].astype(jnp.float32), scale(wait)[:, None]],
+            axis=-1,
+        )
+        jobs = jnp.where(present[:, None], jobs, 0.0)
+        # The jobs behind the window are bank jobs [behind, next_job): range sums of the prefix sums.
+        a, b = state.behind, state.next_job
+        count = b - a
+        rng = lambda c: c[b] - c[a]  # exact in wrapping int32 (GPULocalityParams)
+        per = lambda x: jnp.where(count > 0, x.astype(jnp.float32) / jnp.maximum(count, 1), 0.0)
+        stats = jnp.stack([
+            jnp.log1p(count.astype(jnp.float32)),
+            per(rng(params.cum_gpus)) / cfg.gpus_per_server,
+            jnp.log1p(per(rng(params.cum_ideal)) / ts),
+            jnp.log1p(per(state.t * count - rng(params.cum_submit)) / ts),
+        ])  # fmt: skip
+        gpu = scale(jnp.maximum(state.gpu_end - state.t, 0))
+        vec = jnp.concatenate([gpu.reshape(-1), jobs.reshape(-1), stats])
+        return GPULocalityObs(
+            gpu=gpu, jobs=jobs, stats=stats, vec=vec, mask=self._mask(state, params), present=present,
+            gpus=gpus, ideal=ideal, wait=wait, model=model, passed=jnp.where(present, state.win_passed, 0),
+            profile=profile, free=self._free(state), t=state.t,
+        )  # fmt: skip
+
+    def action_mask(self, state: GPULocalityState, params: GPULocalityParams) -> jax.Array:
+        return self._mask(state, params)
+
+    def observation_space(self, params: GPULocalityParams) -> Box:
+        cfg = self.config
+        size = cfg.n_gpus + (cfg.n_levels + 2) * cfg.window + N_STATS
+        return Box(0.0, jnp.inf, (size,))
+
+    def action_space(self, params: GPULocalityParams) -> Discrete:
+        """Window slots `0 .. J-1`, then φ = `J`."""
+        return Discrete(self.config.window + 1)
+
+    # ---- metrics --------------------------------------------------------------------------------
+    def metrics(self, state: GPULocalityState, params: GPULocalityParams) -> dict[str, jax.Array]:
+        """The paper's metrics over the episode so far (placed jobs): Fig. 7's average effectiveness,
+        makespan and JCT, Fig. 10's wait and run times, Fig. 9's fragmentation (time-weighted), Table III."""
+        elapsed = (state.t - state.t0).astype(jnp.float32)
+        per_time = lambda x: jnp.where(elapsed > 0, x / jnp.maximum(elapsed, 1e-9), 0.0)
+        ratio = lambda a, b: jnp.where(b > 0, a / jnp.maximum(b, 1), 0.0)
+        multi = state.multi.sum()
+        return {
+            "avg_effectiveness": per_job(state.sum_e, state.placed),
+            "avg_jct": per_job(state.sum_wait + state.sum_actual, state.placed),
+            "avg_wait": per_job(state.sum_wait, state.placed),
+            "avg_actual": per_job(state.sum_actual, state.placed),
+            "makespan": (state.max_end - state.t0).astype(jnp.float32),
+            "utilization": per_time(state.area_busy) / self.config.n_gpus,
+            "fragmentation": per_time(state.area_frag),
+            "multi_share_relaxed": ratio(state.relaxed.sum(), multi),
+            "relaxed_sensitive": ratio(state.relaxed[0], state.multi[0]),
+            "relaxed_insensitive": ratio(state.relaxed[1], state.multi[1]),
+            "wait_sensitive": per_job(state.wait_by_sens[0], state.n_by_sens[0]),
+            "wait_insensitive": per_job(state.wait_by_sens[1], state.n_by_sens[1]),
+            "reused_locality": ratio(state.reused, multi),
+            "placed": state.placed,
+            "steps": state.steps,
+            "forwards": state.forwards,
+            "invalid": state.invalid,
+            "elapsed": elapsed,
+        }
