@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import jaxsched
-from jaxsched.envs import GPUCloudConfig, HPCConfig
+from jaxsched.envs import GPUCloudConfig, GPULocalityConfig, HPCConfig
 from jaxsched.policies import make_heuristic
 
 N_ENVS, N_STEPS = 3, 60
@@ -51,6 +51,12 @@ CASES = {
         lambda obs: obs.global_state,
         lambda: GPUCloudConfig(n_machines=0),
         "n_machines",
+    ),
+    "gpu_locality": Case(
+        lambda seed: jaxsched.make("sced2-quick", episode_jobs=12, episodes=3, seed=seed),
+        lambda obs: obs.vec,
+        lambda: GPULocalityConfig(window=0),
+        "window",
     ),
 }
 

@@ -8,19 +8,29 @@ import numpy as np
 import pytest
 
 import jaxsched
-from jaxsched.envs import GPUCloudEnv, HPCEnv
+from jaxsched.envs import GPUCloudEnv, GPULocalityEnv, HPCEnv
 from jaxsched.experiments.evaluate import evaluate_policies
 from jaxsched.policies import heuristic_names, make_heuristic
 
 
 def test_registered_names_their_paper_and_defaults():
     specs = jaxsched.registered()
-    assert {"dbf", "dbf-quick", "das-small", "das-medium", "das-large", "das-quick"} <= set(specs)
+    assert {
+        "dbf",
+        "dbf-quick",
+        "das-small",
+        "das-medium",
+        "das-large",
+        "das-quick",
+        "sced2",
+        "sced2-quick",
+    } <= set(specs)
+    assert specs["sced2"].defaults["n_servers"] == 15 and specs["sced2-quick"].defaults["n_servers"] == 4
     assert specs["dbf"].defaults["n_cores"] == 256 and specs["dbf-quick"].defaults["n_cores"] == 64
     assert specs["das-quick"].defaults["n_jobs"] == 2000 and "size" not in specs["das-small"].defaults
     assert "Back-Filling" in specs["dbf"].paper and "DAS" in specs["das-large"].paper
-    with pytest.raises(ValueError, match="unknown environment 'sced2'; registered: dbf, "):
-        jaxsched.make("sced2")
+    with pytest.raises(ValueError, match="unknown environment 'osdec'; registered: dbf, "):
+        jaxsched.make("osdec")
     with pytest.raises(ValueError, match="dbf: unknown override.s. cores; valid: n_cores, "):
         jaxsched.make("dbf", cores=8)
     with pytest.raises(ValueError, match=r"n_machines=1: .* jobs need more than the whole cluster"):
@@ -46,7 +56,9 @@ def test_make_heuristic_is_the_systems_own_factory():
         make_heuristic(env, "fcfs", window=3)
 
 
-@pytest.mark.parametrize("name,heuristic", [("dbf-quick", "fcfs_easy"), ("das-quick", "tetris")])
+@pytest.mark.parametrize(
+    "name,heuristic", [("dbf-quick", "fcfs_easy"), ("das-quick", "tetris"), ("sced2-quick", "dsif")]
+)
 def test_the_readme_example_runs_as_written(name, heuristic):
     """README "Using it": the code block — a heuristic in either env under `vmap` and `lax.scan` — run as
     it stands but for the env name, the heuristic and the sizes."""
@@ -60,6 +72,8 @@ def test_the_readme_example_runs_as_written(name, heuristic):
         code = code.replace(old, new)
     scope: dict = {}
     exec(compile(code, "README.md", "exec"), scope)
-    assert isinstance(scope["env"], HPCEnv if name.startswith("dbf") else GPUCloudEnv)
+    assert isinstance(
+        scope["env"], {"dbf": HPCEnv, "das": GPUCloudEnv, "sced2": GPULocalityEnv}[name.split("-")[0]]
+    )
     assert heuristic in heuristic_names(scope["env"]) and "random" in heuristic_names(scope["env"])
     assert scope["rewards"].shape == (50, 4) and np.isfinite(np.asarray(scope["rewards"])).all()

@@ -183,7 +183,7 @@ def saved_config(cfg_class, run_dir: Path) -> dict | None:
     return config_from_dict(cfg_class, load_yaml(path)).to_dict()
 
 
-def episode_summary(metric: str, label: str, unit: str, return_fmt: str = ".2f"):
+def episode_summary(metric: str, label: str, unit: str, return_fmt: str = ".2f", fmt: str = ",.0f"):
     """`summary(records) -> str` for `train_chunks`' progress line: the chunk's episode return and
     `metric` (shown as `label`, in `unit`), each weighted by the episodes that ended."""
 
@@ -191,7 +191,8 @@ def episode_summary(metric: str, label: str, unit: str, return_fmt: str = ".2f")
         ret = weighted_episode_mean(records, "episode_return")
         if not np.isfinite(ret):
             return "no episode finished yet"
-        return f"return {ret:{return_fmt}}  {label} {weighted_episode_mean(records, metric):,.0f} {unit}"
+        value = weighted_episode_mean(records, metric)
+        return f"return {ret:{return_fmt}}  {label} {value:{fmt}} {unit}".rstrip()
 
     return summary
 

@@ -1,0 +1,27 @@
+"""SCED² (locality-aware DLT job selection on a GPU cluster, DQN): the system declaration.
+
+What SCED² defines, and where: its config (`config.SCED2Config`: env / workload / agent / dqn / eval sections
+and `build_sced2`), its learners (DQN, `agents.dqn`, with the shared-weight Q-network of Eq. 3–5,
+`nn.sced2`, or the flat-MLP ablation, trained by `train.train_sced2` on the shared chunked trainer), its
+baselines (`policies.gpu_locality.HEURISTICS`), its metrics (`evaluate.SCED2_METRICS`), its evaluation
+(`evaluate.evaluate_sced2`) and its paper tables (`table`: Fig. 7–10 and Table III).
+"""
+
+from jaxsched.experiments.system import System
+from jaxsched.policies.gpu_locality import HEURISTICS
+from jaxsched.systems.sced2.config import SCED2Config, build_sced2
+from jaxsched.systems.sced2.evaluate import LEARNER_LABELS, SCED2_METRICS, evaluate_sced2
+from jaxsched.systems.sced2.train import run_dir_of, train_sced2
+
+SYSTEM = System(
+    kind="sced2",
+    title="SCED²: locality-aware DLT job selection on a GPU cluster, shared-weight Q-network, DQN",
+    paper="SCED²: Scheduling Deep Learning Training via Deep Reinforcement Learning",
+    config=SCED2Config,
+    baselines=HEURISTICS,
+    metrics=SCED2_METRICS,
+    train=train_sced2,
+    evaluate=evaluate_sced2,
+    build=lambda cfg: build_sced2(cfg)[:2],
+    run_dirs=lambda cfg: {LEARNER_LABELS[n]: run_dir_of(cfg, n) for n in cfg.agent.networks},
+)
