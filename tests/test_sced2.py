@@ -1,6 +1,6 @@
 """The SCED² system end to end (`kind: sced2`): config errors that name the field, bad traces and
 impossible configs as one CLI line with exit 2, the CSV source cut into episodes, and a tiny training run
-through `jaxsched train` / `eval` whose DQN resume is exact."""
+through `jaxsched train` / `eval` / `table sced2` whose DQN resume is exact."""
 
 from __future__ import annotations
 
@@ -139,6 +139,16 @@ def test_train_eval_and_an_exact_resume(tmp_path, capsys):
     assert out["sced2"]["makespan"]["vs_best"]["baseline"] in ("fifo", "sif")
     for res in out.values():
         assert 0 < res["avg_effectiveness"]["mean"] <= 1
+    # The paper figures: at factor 1, Fig. 8 re-evaluates the very test episodes eval.json holds.
+    assert main(["table", "sced2", path, "--out", str(tmp_path / "table"), "--intervals", "1,2"]) == 0
+    text = (tmp_path / "table/table.md").read_text()
+    for section in ("Fig. 7", "Fig. 8", "Fig. 9", "Fig. 10", "Table III"):
+        assert f"## {section}" in text
+    for png in ("fig7_avg_effectiveness", "fig8", "fig9", "fig10"):
+        assert (tmp_path / f"table/{png}.png").stat().st_size > 0
+    fig8 = json.loads((tmp_path / "table/fig8.json").read_text())["avg_effectiveness"]
+    for policy in ("sced2", "fifo", "sif"):
+        assert fig8[policy][0] == pytest.approx(out[policy]["avg_effectiveness"]["mean"], rel=1e-6)
 
     cfg = _config(out_dir=str(tmp_path / "resumed"))
     assert train_network(cfg, "shared", progress=False, stop_after_chunks=1) is not None

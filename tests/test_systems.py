@@ -85,5 +85,5 @@ def test_cli_dispatches_table_per_system(capsys):
         capsys.readouterr().err
     )
     with pytest.raises(SystemExit):
-        main(["table", "sced2"])
-    assert "invalid choice: 'sced2'" in capsys.readouterr().err
+        main(["table", "osdec"])
+    assert "invalid choice: 'osdec'" in capsys.readouterr().err

@@ -360,6 +360,19 @@ class GPULocalityEnv(Environment[GPULocalityState, GPULocalityParams]):
         return Discrete(self.config.window + 1)
 
     # ---- metrics --------------------------------------------------------------------------------
+    def snapshot(self, state: GPULocalityState, params: GPULocalityParams) -> dict[str, jax.Array]:
+        """The cluster now (Fig. 9): time since the episode began, the mean over servers of Eq. 1's
+        fragmentation, and the GPUs the waiting jobs ask for in all (window and behind it)."""
+        remaining = jnp.maximum(state.gpu_end - state.t, 0).astype(jnp.float32)
+        present = jnp.arange(self.config.window) < state.win_len
+        window = jnp.where(present, params.gpus[jnp.maximum(state.win_job, 0)], 0).sum()
+        behind = params.cum_gpus[state.next_job] - params.cum_gpus[state.behind]
+        return {
+            "time": (state.t - state.t0).astype(jnp.float32),
+            "fragmentation": fragmentation(remaining).mean(),
+            "waiting_gpus": window + behind,
+        }
+
     def metrics(self, state: GPULocalityState, params: GPULocalityParams) -> dict[str, jax.Array]:
         """The paper's metrics over the episode so far (placed jobs): Fig. 7's average effectiveness,
         makespan and JCT, Fig. 10's wait and run times, Fig. 9's fragmentation (time-weighted), Table III."""

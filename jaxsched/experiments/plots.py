@@ -1,5 +1,5 @@
-"""Figures (matplotlib, Agg backend): learning curves (the paper's Fig. 3) and the window head/tail
-split sweep (Fig. 5)."""
+"""Figures (matplotlib, Agg backend): learning curves (DBF's Fig. 3), the window head/tail split sweep (DBF's
+Fig. 5), and grouped bars and lines with spreads for any system's paper figures."""
 
 from __future__ import annotations
 
@@ -142,3 +142,57 @@ def plot_split_sweep(results: Mapping[tuple[int, int], Mapping[str, tuple[float,
     fig.savefig(out_png, dpi=120)
     plt.close(fig)
     return out_png
+
+
+def plot_grouped_bars(
+    groups: Mapping[str, Mapping[str, tuple[float, float]]], out_png, ylabel: str, title: str = ""
+) -> Path:
+    """Bars of `groups[group][series] = (mean, std)`: one cluster per group, one colour per series, std as
+    error bars (e.g. a metric per 1-GPU share, per policy)."""
+    names = list(dict.fromkeys(s for g in groups.values() for s in g))
+    width = 0.8 / max(len(names), 1)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(groups) * max(len(names), 1) * 0.5), 3.8))
+    for i, name in enumerate(names):
+        xs = [j + (i - (len(names) - 1) / 2) * width for j in range(len(groups))]
+        mean = [groups[g].get(name, (np.nan, 0))[0] for g in groups]
+        std = [groups[g].get(name, (np.nan, 0))[1] for g in groups]
+        ax.bar(xs, mean, width, yerr=std, capsize=2, label=name)
+    ax.set_xticks(range(len(groups)), list(groups))
+    ax.set_ylabel(ylabel)
+    ax.set_title(textwrap.fill(title, 90), fontsize=9)
+    ax.legend(fontsize=7, ncol=min(len(names), 4))
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=120)
+    plt.close(fig)
+    return Path(out_png)
+
+
+def plot_lines(
+    x, series: Mapping[str, tuple], out_png, xlabel: str, ylabel: str, title: str = "", twin=None
+) -> Path:
+    """One line per `series[name] = (y,)` or `(y, std)` against `x` (a shared `[n]`, or per series as
+    `series[name] = (x, y)` when `x` is None); `twin = (label, x, y)` draws one more line on a right axis."""
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    for name, values in series.items():
+        if x is None:
+            xs, ys, std = values[0], values[1], None
+        else:
+            xs, ys, std = x, values[0], values[1] if len(values) > 1 else None
+        line = ax.plot(xs, ys, label=name, lw=1.2, marker="o" if len(xs) < 20 else None)[0]
+        if std is not None:
+            ys, std = np.asarray(ys), np.asarray(std)
+            ax.fill_between(xs, ys - std, ys + std, color=line.get_color(), alpha=0.15)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(textwrap.fill(title, 90), fontsize=9)
+    if twin is not None:
+        label, tx, ty = twin
+        right = ax.twinx()
+        right.plot(tx, ty, color="tab:gray", lw=0.8, ls="--", label=label)
+        right.set_ylabel(label)
+        right.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=120)
+    plt.close(fig)
+    return Path(out_png)
