@@ -131,7 +131,14 @@ def test_train_eval_and_an_exact_resume(tmp_path, capsys):
     d = json.loads(json.dumps(TINY)) | {"out_dir": str(tmp_path / "runs")}
     path = _write(tmp_path, d)
     assert main(["train", path]) == 0
-    assert main(["eval", path]) == 0
+    assert main(["eval", path]) == 0  # the baselines alone
+    assert set(json.loads((tmp_path / "runs/tiny/eval.json").read_text())) == {
+        "fifo",
+        "sif",
+        "fifo@queue",
+        "sif@queue",
+    }
+    assert main(["eval", path, "--checkpoint", str(tmp_path / "runs/tiny")]) == 0
     out = json.loads((tmp_path / "runs/tiny/shared/eval.json").read_text())
     assert set(out) == {"sced2", "fifo", "sif", "fifo@queue", "sif@queue"}
     assert len(out["sced2"]["avg_effectiveness"]["per_seed"]) == 2

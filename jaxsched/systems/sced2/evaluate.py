@@ -1,6 +1,8 @@
 """Held-out evaluation of SCED² learners against the paper's six baselines (§IV-A).
 
-    results = evaluate_sced2(cfg)            # every trained learner of agent.networks, and the baselines
+    results = evaluate_sced2(cfg)                        # the baselines alone
+    results = evaluate_sced2(cfg, "runs/sced2_68")       # every trained learner under that run, and them
+    results = evaluate_sced2(cfg, "runs/sced2_68/mlp")   # one learner
 
 Every policy plays every test episode once (`eval.episodes` of them; the env and the policies are
 deterministic, so one run is the episode's result): each seed's greedy Q-policy (the last checkpoint), and
@@ -10,8 +12,8 @@ mean ± std is over seeds × episodes, a baseline's over episodes. Each learner'
 two-sided Wilcoxon signed-rank test over the episodes (the agent's per-episode mean over seeds) against the
 best baseline of the headline window by average effectiveness (`vs_best`).
 
-A learner's results and the baselines' go to `<run dir>/<network>/eval.json`; without a trained learner,
-the baselines alone to `<run dir>/eval.json`.
+A learner's results and the baselines' go to `<run dir>/<network>/eval.json`; without `checkpoint`, the
+baselines alone to `<run dir>/eval.json`.
 """
 
 from __future__ import annotations
@@ -125,9 +127,9 @@ def paired(agent: dict, baseline: dict, name: str) -> dict:
 
 
 def evaluate_sced2(cfg: SCED2Config, checkpoint=None, episodes: int | None = None, json_path=None) -> dict:
-    """Evaluate the trained learners (those with a checkpoint; `checkpoint`, a learner's run directory,
-    picks one) and the baselines (module docstring). Returns `{policy: {metric: {mean, std, per_seed,
-    per_episode[, vs_best]}}}`."""
+    """Evaluate the baselines and, with `checkpoint` (a run directory holding learner folders, or one
+    learner's folder), the trained learners there (module docstring). Returns `{policy: {metric: {mean,
+    std, per_seed, per_episode[, vs_best]}}}`."""
     env, train_params, test_params = build_sced2(cfg)
     n_test = int(test_params.starts.shape[0])
     episodes = min(n_test, cfg.eval.episodes or n_test) if episodes is None else int(episodes)
@@ -141,17 +143,21 @@ def evaluate_sced2(cfg: SCED2Config, checkpoint=None, episodes: int | None = Non
             results[baseline_label(name, window)] = {k: _stats(v) for k, v in metrics.items()}
     headline = [baseline_label(b, cfg.eval.headline) for b in cfg.eval.baselines]
     best = best_baseline(results, headline) if headline else None
-    networks = cfg.agent.networks
+    networks = []
     if checkpoint is not None:
-        networks = [n for n in networks if run_dir_of(cfg, n).resolve() == Path(checkpoint).resolve()]
-        if not networks:
-            raise ValueError(
-                f"{checkpoint} is not a learner run of {cfg.name} ({', '.join(cfg.agent.networks)})"
+        path = Path(checkpoint)
+        if (path / CHECKPOINT_DIR).is_dir():  # one learner's folder
+            networks, path = [path.name], path.parent
+        else:
+            networks = [n for n in cfg.agent.networks if (path / n / CHECKPOINT_DIR).is_dir()]
+        if not networks or networks[0] not in LEARNER_LABELS:
+            raise FileNotFoundError(
+                f"--checkpoint {checkpoint}: no trained learner there (expected {path}/<network>/"
+                f"{CHECKPOINT_DIR} for a network of agent.networks: {', '.join(cfg.agent.networks)})"
             )
+        cfg = cfg.replace(out_dir=str(path.parent), name=path.name)
     trained = {}
     for network in networks:
-        if checkpoint is None and not (run_dir_of(cfg, network) / CHECKPOINT_DIR).is_dir():
-            continue
         q_params, step = load_q_params(cfg, network, env, train_params)
         label = LEARNER_LABELS[network]
         res = {k: _stats(v) for k, v in run_agent(cfg, network, env, test_params, q_params, episodes).items()}
@@ -168,7 +174,7 @@ def evaluate_sced2(cfg: SCED2Config, checkpoint=None, episodes: int | None = Non
             path.parent.mkdir(parents=True, exist_ok=True)
             write_json(str(path), {label: res} | results)
             print(f"results: {path}")
-        if not trained:
+        if not trained:  # the baselines alone
             path = Path(json_path) if json_path else cfg.run_dir / EVAL_FILE
             path.parent.mkdir(parents=True, exist_ok=True)
             write_json(str(path), results)
