@@ -167,6 +167,7 @@ def step_both(fns, params, state, ref: RefGPULocality, action: int, where: str):
     assert np.isclose(float(reward), want_reward, rtol=RTOL, atol=ATOL), (
         f"{where}: reward {float(reward)} != {want_reward}"
     )
+    assert 0.0 <= float(reward) <= 1.0, f"{where}: E = {float(reward)} outside [0, 1]"  # Eq. 2
     assert (bool(term), bool(trunc)) == (want_term, want_trunc), (
         f"{where}: (terminated, truncated) {(bool(term), bool(trunc))} != {(want_term, want_trunc)}"
     )
@@ -280,3 +281,28 @@ def test_each_heuristic_by_its_own_key():
     want = {"fifo": 0, "sif": 3, "lrf": 1, "spf": 2}
     got = {n: int(make_heuristic(env, n)(None, obs, KEY0)) for n in want}
     assert got == want
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (dict(gpus=[1, 13, 2]), r"bank.gpus: job 1 asks for 13 GPUs, more than the cluster's 12 \(3 × 4\)"),
+        (dict(gpus=[1, 0, 2]), r"bank.gpus must be >= 1"),
+        (dict(model=[0, 6, 1]), r"bank.model must index DLT_MODELS"),
+        (dict(submit=[0, 9, 5]), r"bank.submit must be non-decreasing inside each episode"),
+        (dict(slowdown=np.ones((6, 2), np.float32)), r"slowdown must be \[6 models, 3 levels\]"),
+        (dict(slowdown=np.full((6, 3), 0.5, np.float32)), r"slowdown must be finite, >= 1, and 1 at level 0"),
+    ],
+)
+def test_make_params_refuses_bad_input_naming_the_field(change, message):
+    env = GPULocalityEnv(GPULocalityConfig(N_SERVERS, GPUS_PER_SERVER, WINDOW, N_LEVELS))
+    jobs = {"submit": [0, 5, 9], "gpus": [1, 4, 2], "model": [0, 1, 2]} | {
+        k: v for k, v in change.items() if k != "slowdown"
+    }
+    bank = DLTWorkload(
+        job_id=jnp.arange(3, dtype=jnp.int32), submit=jnp.asarray(jobs["submit"], jnp.float32),
+        gpus=jnp.asarray(jobs["gpus"], jnp.int32), duration=jnp.full((3,), 10.0, jnp.float32),
+        model=jnp.asarray(jobs["model"], jnp.int32),
+    )  # fmt: skip
+    with pytest.raises(ValueError, match=message):
+        env.make_params(bank, slowdown=change.get("slowdown"))
