@@ -71,13 +71,14 @@ def bank_of(jobs: dict) -> DLTWorkload:
 
 # ---- the env, compiled once per config ----------------------------------------------------------
 @functools.cache
-def compiled(auto_forward: bool):
+def compiled(auto_forward: bool, work_conserving: bool = False):
     config = GPULocalityConfig(
         n_servers=N_SERVERS,
         gpus_per_server=GPUS_PER_SERVER,
         window=WINDOW,
         n_levels=N_LEVELS,
         auto_forward=auto_forward,
+        work_conserving=work_conserving,
     )
     env = GPULocalityEnv(config)
     return env, jax.jit(env.reset_env), jax.jit(env.step_env), jax.jit(env.metrics)
@@ -91,10 +92,10 @@ def compiled_heuristic(auto_forward: bool, name: str):
     return jax.jit(make_heuristic(env, name))
 
 
-def episode(auto_forward: bool, seed: int):
+def episode(auto_forward: bool, seed: int, work_conserving: bool = False):
     """(env functions, params, reference) for one random workload; the reference reads the slowdown table
     back from the params (the env's default when the draw passes None)."""
-    env, reset, step, metrics = compiled(auto_forward)
+    env, reset, step, metrics = compiled(auto_forward, work_conserving)
     rng = np.random.default_rng(seed)
     jobs = gen_jobs(rng)
     table = gen_slowdown(rng) if rng.random() < 0.8 else None
@@ -124,6 +125,7 @@ def episode(auto_forward: bool, seed: int):
         sensitive_ratio=sensitive_ratio,
         time_scale=time_scale,
         max_steps=10**9 if max_steps is None else int(np.asarray(max_steps)),
+        work_conserving=work_conserving,
     )
     return (reset, step, metrics), params, ref, rng
 
@@ -185,8 +187,8 @@ def draw_action(rng: np.random.Generator, mask: np.ndarray) -> int:
 
 
 # ---- random action sequences ------------------------------------------------------------------------
-def run_random(auto_forward: bool, seed: int) -> dict:
-    fns, params, ref, rng = episode(auto_forward, seed)
+def run_random(auto_forward: bool, seed: int, work_conserving: bool = False) -> dict:
+    fns, params, ref, rng = episode(auto_forward, seed, work_conserving)
     reset, _, metrics = fns
     where = f"auto_forward={auto_forward} seed={seed}"
     obs, state = reset(KEY0, params)
@@ -196,6 +198,8 @@ def run_random(auto_forward: bool, seed: int) -> dict:
     assert_obs(want, obs, f"{where} reset")
     seen = {"invalid": 0, "masked_phi": 0, "passed": 0, "relaxed": 0, "behind": 0}
     for i in range(MAX_STEPS):
+        if work_conserving:
+            assert not (want["mask"][WINDOW] and want["mask"][:WINDOW].any()), f"{where}: φ beside a pick"
         action = draw_action(rng, want["mask"])
         seen["invalid"] += int(not want["mask"][action])
         seen["masked_phi"] += int(not want["mask"][WINDOW])
@@ -226,6 +230,13 @@ def test_random_sequences_against_the_reference(auto_forward, chunk):
     assert all(v > 0 for k, v in totals.items() if k != "masked_phi"), totals
     if not auto_forward:
         assert totals["masked_phi"] > 0, totals
+
+
+@pytest.mark.parametrize("auto_forward", [False, True])
+def test_work_conserving_sequences_against_the_reference(auto_forward):
+    """The ablation that masks φ while a job fits: 20 sequences per flag, and φ never beside a pick."""
+    for seed in range(3000, 3020):
+        run_random(auto_forward, seed, work_conserving=True)
 
 
 # ---- heuristics ------------------------------------------------------------------------------------

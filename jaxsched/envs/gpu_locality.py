@@ -9,8 +9,10 @@ A decision (§III-C) is one of J + 1 actions over the window of the first J wait
   * φ (action J): reward 0, time moves to the next event — the next arrival or the next GPU release,
     simultaneous events together. φ is masked only when no event can happen (then some pick is valid).
 An invalid pick, or a masked φ, acts as φ and is counted in `invalid`. With `auto_forward` (default) a
-state with no valid pick forwards by itself, so the agent only sees real choices. An episode ends when every
-one of its jobs is placed (their completions are known then: runs never change once started).
+state with no valid pick forwards by itself, so the agent only sees real choices; with `work_conserving`
+(an ablation, off by default) φ is masked whenever a job fits, so the agent only chooses the order. An
+episode ends when every one of its jobs is placed (their completions are known then: runs never change
+once started).
 
 Choices the paper leaves open, documented where made:
   * Whole seconds: submit times are rounded, T_ideal rounded up to >= 1 s (`whole_seconds`).
@@ -309,8 +311,11 @@ class GPULocalityEnv(Environment[GPULocalityState, GPULocalityParams]):
         return present & (g <= cluster.num_free(state.gpu_end.reshape(-1), state.t))
 
     def _mask(self, state: GPULocalityState, params: GPULocalityParams) -> jax.Array:
+        fits = self._window_fits(state, params)
         phi = self._next_event(state, params) < cluster.NEVER
-        return jnp.concatenate([self._window_fits(state, params), phi[None]])
+        if self.config.work_conserving:
+            phi = phi & ~fits.any()
+        return jnp.concatenate([fits, phi[None]])
 
     # ---- observation ----------------------------------------------------------------------------
     def observe(self, state: GPULocalityState, params: GPULocalityParams) -> GPULocalityObs:

@@ -58,13 +58,16 @@ def cluster_levels(n_servers: int, gpus_per_server: int) -> int:
 class GPULocalityConfig:
     """Static shapes: N servers × M GPUs (paper 15 × 8), a window of the first J waiting jobs (paper 10),
     k profile / locality levels (paper 4). `auto_forward`: a state with no valid pick forwards by itself
-    (the only action there is φ), so every decision the agent sees is a real choice."""
+    (the only action there is φ), so every decision the agent sees is a real choice. `work_conserving`:
+    φ is also masked while some job fits, so no GPU idles while a window job could use it (an ablation:
+    the paper's agent may hold GPUs back)."""
 
     n_servers: int = 15
     gpus_per_server: int = 8
     window: int = 10
     n_levels: int = 4
     auto_forward: bool = True
+    work_conserving: bool = False
 
     def __post_init__(self):
         at_least(self, "GPULocalityConfig", ("n_servers", "gpus_per_server", "window", "n_levels"))

@@ -99,7 +99,9 @@ class RefGPULocality:
         sensitive_ratio=2.0,
         time_scale=3600.0,
         max_steps=10**9,
+        work_conserving=False,
     ):
+        self.work_conserving = bool(work_conserving)
         self.N = int(n_servers)
         self.M = int(gpus_per_server)
         self.J = int(window)
@@ -192,7 +194,8 @@ class RefGPULocality:
         free = self.total_free()
         win = self.window_jobs()
         picks = [i < len(win) and self.gpus[win[i]] <= free for i in range(self.J)]
-        return picks + [self.event_possible()]
+        # work_conserving: φ only when no window job fits
+        return picks + [self.event_possible() and not (self.work_conserving and any(picks))]
 
     # ---- one decision ---------------------------------------------------------------------------
     def step(self, action):

@@ -4,8 +4,8 @@
     name: sced2_68        # run name; each learner writes out_dir/name/<network>
     seed: 0               # root of the training seeds
     num_seeds: 3
-    env:      {n_servers, gpus_per_server, window, n_levels, auto_forward, time_scale, sensitive_ratio,
-               max_steps}
+    env:      {n_servers, gpus_per_server, window, n_levels, auto_forward, work_conserving, time_scale,
+               sensitive_ratio, max_steps}
     workload: {source: philly | csv, path, drop_too_wide, single_gpu_share, multi_gpu_sizes,
                multi_gpu_weights, mean_interarrival, interarrival_shape, arrival_scale, train_episodes,
                test_episodes, jobs_per_episode, bank_seed, test_seed}
@@ -66,6 +66,7 @@ class EnvSection:
     window: int = 10
     n_levels: int = 4
     auto_forward: bool = True
+    work_conserving: bool = False  # the ablation: φ masked while a job fits (no holding GPUs back)
     time_scale: float = 3600.0
     sensitive_ratio: float = 2.0
     max_steps: int | None = None
@@ -82,9 +83,8 @@ class EnvSection:
     def gpu_locality_config(self, window: int):
         from jaxsched.envs.gpu_locality_params import GPULocalityConfig
 
-        return GPULocalityConfig(
-            self.n_servers, self.gpus_per_server, window, self.n_levels, self.auto_forward
-        )
+        sizes = (self.n_servers, self.gpus_per_server, window, self.n_levels)
+        return GPULocalityConfig(*sizes, auto_forward=self.auto_forward, work_conserving=self.work_conserving)
 
 
 @dataclass(frozen=True)
