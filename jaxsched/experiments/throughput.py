@@ -293,3 +293,28 @@ def measure_mappo(
         "compile_s": max(first - run, 0.0),
         **_platform(),
     }
+
+
+def measure_chunks(
+    init, chunk, keys, params, steps_per_chunk: int, repeats: int = 3, warmup: int = 1
+) -> dict:
+    """Training throughput of any chunked trainer (`experiments.train` programs: `init(keys, params)`,
+    `chunk(runner, params) -> (runner, metrics)`, seeds on the leading axis): `warmup` chunks (compile,
+    and e.g. fill a replay buffer past its learning start), then `repeats` timed chunks, each continuing
+    from the last. `env_steps_per_s` counts every seed (`steps_per_chunk` is one seed's)."""
+    runner = init(keys, params)
+    t0 = time.perf_counter()
+    for _ in range(warmup):
+        runner, _ = chunk(runner, params)
+    jax.block_until_ready(runner)
+    warm = time.perf_counter() - t0
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        runner, _ = chunk(runner, params)
+        jax.block_until_ready(runner)
+        times.append(time.perf_counter() - t0)
+    run = statistics.median(times)
+    seeds = int(keys.shape[0])
+    return {"seeds": seeds, "env_steps_per_s": seeds * steps_per_chunk / run, "chunk_s": run, "runs_s": times,
+            "warmup_s": warm, **_platform()}  # fmt: skip
