@@ -25,7 +25,7 @@ mask: truncation bootstraps from the state the episode stopped in, termination d
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import flashbax as fbx
@@ -94,15 +94,6 @@ class DQNConfig:
     @property
     def steps_per_update(self) -> int:
         return self.num_envs * self.rollout_steps
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["hidden"] = list(self.hidden)
-        return d
-
-    @classmethod
-    def field_names(cls) -> list[str]:
-        return [f.name for f in fields(cls)]
 
 
 @struct.dataclass
