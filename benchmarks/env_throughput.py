@@ -3,11 +3,13 @@
 
     python benchmarks/env_throughput.py --batches 1,64,1024,4096 --json results.json
     python benchmarks/env_throughput.py --env gpu_cloud --cluster small --batches 1024 --json das.json
-    python benchmarks/env_throughput.py --env gpu_locality,hpc --batches 1024 --json sced2.json
+    python benchmarks/env_throughput.py --env gpu_locality,gpu_locality_auto,hpc --batches 1024 --json F
 
 `--env gpu_locality` is SCED²'s cluster at the paper's size (`jaxsched.make("sced2")`: 15 × 8 GPUs, a
-10-job window, auto-forward on). Several envs in one call also print each one's decisions/s as a ratio of
-the HPC env's, measured in the same run.
+10-job window) with `auto_forward` off: every forward is a step, as every Fwd is in the HPC env, so the two
+count decisions alike. `gpu_locality_auto` turns it on (the training default): a step then also runs every
+forward that offers no choice, so it does more work per decision. Several envs in one call also print
+each one's decisions/s as a ratio of the HPC env's, measured in the same run.
 
 A GPU-cloud step is one scheduling round (the DAS paper's decision) with its event-driven forward; with
 `--max-forward-events K` a long forward continues in non-decision steps, and `decisions_per_s` counts
@@ -25,7 +27,7 @@ import json
 import jaxsched
 from jaxsched.experiments.throughput import default_gpu_cloud_setup, env_throughput, random_gpu_cloud_action
 
-ENVS = ("hpc", "gpu_cloud", "gpu_locality")
+ENVS = ("hpc", "gpu_cloud", "gpu_locality", "gpu_locality_auto")
 
 
 def main() -> None:
@@ -59,9 +61,11 @@ def main() -> None:
             act = random_gpu_cloud_action
             records += env_throughput(batches, a.steps, a.repeats, None, setup, act, warmup)
         else:
-            setup = functools.partial(jaxsched.make, "sced2", episodes=16)
+            auto = name == "gpu_locality_auto"
+            setup = functools.partial(jaxsched.make, "sced2", episodes=16, auto_forward=auto)
             warmup = 1024 if a.warmup is None else a.warmup
-            records += env_throughput(batches, a.steps, a.repeats, None, setup, warmup_steps=warmup)
+            new = env_throughput(batches, a.steps, a.repeats, None, setup, warmup_steps=warmup)
+            records += [r | {"env": name, "auto_forward": auto} for r in new]
     if len(envs) > 1:  # ratios measured in one run, on one machine
         for batch in batches:
             rate = {r["env"]: r["decisions_per_s"] for r in records if r["batch"] == batch}

@@ -7,7 +7,7 @@
     each learner's `eval.json`), SCED² against every baseline, with the ratio to the best baseline of the
     headline window beside the paper's (E ×1.64 / 1.6 / 1.09 at 60 / 68 / 75 %; JCT ×4.6 and makespan ×2.1
     at 68 %); `fig7.png`.
-  * Fig. 8 (`--intervals`): the first config's learners (trained on its own arrival process) and baselines
+  * Fig. 8 (`--intervals`): the first config's (give the 68 % one first) learners (trained on its own arrival process) and baselines
     re-evaluated on test traces whose arrival gaps are scaled by each factor; `fig8.png`.
   * Fig. 9: the first config's first test episode, the average fragmentation of the servers over time for
     the learner (seed 0) and the baselines, with the GPUs the waiting jobs ask for; `fig9.png`.
@@ -111,7 +111,7 @@ def fig7(configs, out: Path) -> list[str]:
         "|---|---|" + "---:|" * len(FIG7_METRICS),
     ]
     bars = {key: {} for key, _, _ in FIG7_METRICS}
-    for cfg, results in configs:
+    for cfg, results in sorted(configs, key=lambda c: c[0].workload.single_gpu_share):
         share = f"{cfg.workload.single_gpu_share:g}"
         for policy, res in results.items():
             cells = [f"{_ms(res[k])[0]:{f}} ± {_ms(res[k])[1]:{f}}" for k, _, f in FIG7_METRICS]
