@@ -6,9 +6,10 @@
   * Fig. 7: average effectiveness, makespan and average JCT per 1-GPU share (one config each, read from
     each learner's `eval.json`), SCED² against every baseline, with the ratio to the best baseline of the
     headline window beside the paper's (E ×1.64 / 1.6 / 1.09 at 60 / 68 / 75 %; JCT ×4.6 and makespan ×2.1
-    at 68 %); `fig7.png`.
-  * Fig. 8 (`--intervals`): the first config's (give the 68 % one first) learners (trained on its own arrival process) and baselines
-    re-evaluated on test traces whose arrival gaps are scaled by each factor; `fig8.png`.
+    at 68 %); `fig7_<metric>.png`.
+  * Fig. 8 (`--intervals`): the first config's learners (trained on its own arrival process; give the
+    68 % config first) and baselines re-evaluated on test traces whose arrival gaps are scaled by each
+    factor; `fig8.png`.
   * Fig. 9: the first config's first test episode, the average fragmentation of the servers over time for
     the learner (seed 0) and the baselines, with the GPUs the waiting jobs ask for; `fig9.png`.
   * Fig. 10: average run and wait times, learner against baselines; `fig10.png`.
@@ -195,8 +196,8 @@ def fig9(cfg: SCED2Config, results: dict, out: Path) -> list[str]:
     for name, (policy, params) in actors.items():
         t, frag, wait = trace(env, episode, policy, params, steps)
         series[name] = (t / 3600.0, frag)
-        if name in LEARNER_LABELS.values():
-            waiting = ("waiting GPUs (learner)", t / 3600.0, wait)
+        if name in LEARNER_LABELS.values() and waiting is None:
+            waiting = (f"GPUs the waiting jobs ask for ({name})", t / 3600.0, wait)
     plot_lines(
         None,
         series,
