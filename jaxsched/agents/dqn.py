@@ -180,8 +180,9 @@ class DQN:
         explore = jax.random.uniform(k_explore, greedy.shape) < epsilon
         return jnp.where(explore, uniform, greedy).astype(jnp.int32)
 
-    def rollout(self, runner: DQNRunner, key: jax.Array) -> tuple[DQNRunner, dict]:
-        """`rollout_steps` ε-greedy decisions per env, each step's transitions added to the buffer."""
+    def rollout(self, runner: DQNRunner, key: jax.Array) -> tuple[DQNRunner, dict, jnp.ndarray]:
+        """`rollout_steps` ε-greedy decisions per env, each step's transitions added to the buffer:
+        `(runner, episode log, reward [rollout_steps, num_envs])`."""
         cfg = self.config
         step = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))
         eps = self.epsilon(runner.update)
@@ -203,7 +204,7 @@ class DQN:
         (env_state, obs, buffer), (log, reward) = jax.lax.scan(
             body, (runner.env_state, runner.obs, runner.buffer), jax.random.split(key, cfg.rollout_steps)
         )
-        return runner.replace(env_state=env_state, obs=obs, buffer=buffer), log | {"reward": reward}
+        return runner.replace(env_state=env_state, obs=obs, buffer=buffer), log, reward
 
     def td_loss(self, params, target_params, batch: Transition, weights):
         """Importance-weighted Huber loss of the TD errors: `(loss, td [B])`."""
@@ -254,7 +255,7 @@ class DQN:
         cfg = self.config
         key = jax.random.wrap_key_data(runner.key)
         key, k_roll, k_sgd = jax.random.split(key, 3)
-        runner, log = self.rollout(runner, k_roll)
+        runner, log, reward = self.rollout(runner, k_roll)
 
         def learn(r):
             return jax.lax.scan(lambda r, k: self.sgd_step(r, k), r, jax.random.split(k_sgd, cfg.grad_steps))
@@ -266,7 +267,6 @@ class DQN:
         runner, aux = jax.lax.cond(self.buffer.can_sample(runner.buffer), learn, wait, runner)
         runner = runner.replace(key=jax.random.key_data(key), update=runner.update + 1)
         losses = {k: jnp.nanmean(v) for k, v in aux.items()}  # NaN until learning starts
-        reward = log.pop("reward")
         metrics = update_metrics(losses, log, reward, runner.update)
         metrics["epsilon"] = self.epsilon(runner.update - 1)
         return runner, metrics

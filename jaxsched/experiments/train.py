@@ -36,6 +36,24 @@ CURVE_FILE = "learning_curve.png"
 KEEP_CHECKPOINTS = 2
 
 
+def trained_learners(checkpoint, listed, known, what: str, field: str) -> tuple[list[str], Path]:
+    """`(learners, run root)` behind `--checkpoint`: a run directory holding one folder per learner
+    (those of `listed` with checkpoints), or one learner's folder (its name must be in `known`). No
+    trained learner there is a `FileNotFoundError` naming what was expected (`what`: e.g. "variant";
+    `field`: the config key that lists them)."""
+    path = Path(checkpoint)
+    if (path / CHECKPOINT_DIR).is_dir():  # one learner's folder
+        names, path = [path.name], path.parent
+    else:
+        names = [n for n in listed if (path / n / CHECKPOINT_DIR).is_dir()]
+    if not names or names[0] not in known:
+        raise FileNotFoundError(
+            f"--checkpoint {checkpoint}: no trained {what} there (expected {path}/<{what}>/"
+            f"{CHECKPOINT_DIR} for a {what} of {field}: {', '.join(listed)})"
+        )
+    return names, path
+
+
 def checkpoint_manager(
     run_dir: Path, read_only: bool = False, subdir: str = CHECKPOINT_DIR
 ) -> ocp.CheckpointManager:

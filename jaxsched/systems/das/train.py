@@ -46,6 +46,7 @@ from jaxsched.experiments.train import (
     open_run_dir,
     restore_runner,
     train_chunks,
+    trained_learners,
 )
 from jaxsched.systems.das.config import DASConfig
 from jaxsched.systems.das.evaluate import build_for_eval, per_episode_results, seed_keys
@@ -283,16 +284,9 @@ def evaluate_das(cfg: DASConfig, checkpoint=None, episodes: int | None = None, j
         cfg = cfg.replace(eval=dataclasses.replace(cfg.eval, episodes=episodes))
     if checkpoint is None:
         return eval_heuristics(cfg, json_path=json_path)
-    path = Path(checkpoint)
-    if (path / CHECKPOINT_DIR).is_dir():  # one variant's folder
-        variants, path = [path.name], path.parent
-    else:
-        variants = [v for v in cfg.agent.variants if (path / v / CHECKPOINT_DIR).is_dir()]
-    if not variants or variants[0] not in VARIANT_LABELS:
-        raise FileNotFoundError(
-            f"--checkpoint {checkpoint}: no trained variant there (expected {path}/<variant>/"
-            f"{CHECKPOINT_DIR} for a variant of agent.variants: {', '.join(cfg.agent.variants)})"
-        )
+    variants, path = trained_learners(
+        checkpoint, cfg.agent.variants, VARIANT_LABELS, "variant", "agent.variants"
+    )
     run_cfg = cfg.replace(out_dir=str(path.parent), name=path.name)
     results = eval_heuristics(run_cfg, json_path=json_path)
     built = build_for_eval(run_cfg)

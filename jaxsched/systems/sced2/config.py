@@ -248,14 +248,21 @@ def _episodes(bank, first: int, count: int, size: int):
     return part, starts, starts + size
 
 
-def build_sced2(cfg: SCED2Config, window: int | None = None):
-    """`(env, train_params, test_params)` for `cfg`, the env's window `window` (default `env.window`)."""
+def window_env(cfg: SCED2Config, window: int):
+    """`cfg`'s env with a window of `window` jobs; it takes the params `build_sced2` makes (they do not
+    depend on the window), e.g. the whole-queue baselines' env."""
     from jaxsched.envs.gpu_locality import GPULocalityEnv
+
+    return GPULocalityEnv(cfg.env.gpu_locality_config(window))
+
+
+def build_sced2(cfg: SCED2Config):
+    """`(env, train_params, test_params)` for `cfg`."""
     from jaxsched.workloads.dlt import load_dlt_csv
     from jaxsched.workloads.philly import generate_dlt_bank
 
     e, w = cfg.env, cfg.workload
-    env = GPULocalityEnv(e.gpu_locality_config(e.window if window is None else window))
+    env = window_env(cfg, e.window)
     if w.source == "philly":
         philly = w.philly_config()
         train = generate_dlt_bank(

@@ -29,9 +29,15 @@ from jaxsched.experiments.evaluate import run_episode
 from jaxsched.experiments.report import print_metric_table, write_json
 from jaxsched.experiments.stats import wilcoxon_signed_rank
 from jaxsched.experiments.system import Metric
-from jaxsched.experiments.train import CHECKPOINT_DIR, EVAL_FILE, checkpoint_manager, restore_runner
+from jaxsched.experiments.train import (
+    CHECKPOINT_DIR,
+    EVAL_FILE,
+    checkpoint_manager,
+    restore_runner,
+    trained_learners,
+)
 from jaxsched.policies.gpu_locality import make_heuristic
-from jaxsched.systems.sced2.config import SCED2Config, build_sced2
+from jaxsched.systems.sced2.config import SCED2Config, build_sced2, window_env
 from jaxsched.systems.sced2.train import abstract_runner, dqn_for, run_dir_of
 
 SCED2_METRICS = (
@@ -137,24 +143,18 @@ def evaluate_sced2(cfg: SCED2Config, checkpoint=None, episodes: int | None = Non
         raise ValueError(f"episodes must be in 1..{n_test} (the test episodes), got {episodes}")
     results: dict[str, dict] = {}
     for window in cfg.eval.baseline_windows:
+        # The params do not depend on the window: the same test episodes, seen through another window.
         size = cfg.env.window if window == "window" else cfg.workload.jobs_per_episode
-        base_env, _, base_params = build_sced2(cfg, window=size)
-        for name, metrics in run_heuristics(base_env, base_params, cfg.eval.baselines, episodes).items():
+        base_env = window_env(cfg, size)
+        for name, metrics in run_heuristics(base_env, test_params, cfg.eval.baselines, episodes).items():
             results[baseline_label(name, window)] = {k: _stats(v) for k, v in metrics.items()}
     headline = [baseline_label(b, cfg.eval.headline) for b in cfg.eval.baselines]
     best = best_baseline(results, headline) if headline else None
     networks = []
     if checkpoint is not None:
-        path = Path(checkpoint)
-        if (path / CHECKPOINT_DIR).is_dir():  # one learner's folder
-            networks, path = [path.name], path.parent
-        else:
-            networks = [n for n in cfg.agent.networks if (path / n / CHECKPOINT_DIR).is_dir()]
-        if not networks or networks[0] not in LEARNER_LABELS:
-            raise FileNotFoundError(
-                f"--checkpoint {checkpoint}: no trained learner there (expected {path}/<network>/"
-                f"{CHECKPOINT_DIR} for a network of agent.networks: {', '.join(cfg.agent.networks)})"
-            )
+        networks, path = trained_learners(
+            checkpoint, cfg.agent.networks, LEARNER_LABELS, "network", "agent.networks"
+        )
         cfg = cfg.replace(out_dir=str(path.parent), name=path.name)
     trained = {}
     for network in networks:

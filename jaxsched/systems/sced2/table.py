@@ -37,6 +37,7 @@ from jaxsched.systems.sced2.evaluate import (
     baseline_label,
     best_baseline,
     load_q_params,
+    pinned,
     run_agent,
     run_heuristics,
 )
@@ -148,8 +149,7 @@ def fig8(cfg: SCED2Config, intervals, out: Path) -> list[str]:
         scaled = cfg.replace(workload=dataclasses.replace(cfg.workload, arrival_scale=gaps))
         env, train_params, test_params = build_sced2(scaled)
         episodes = int(test_params.starts.shape[0])
-        base_env, _, base_params = build_sced2(scaled, window=cfg.env.window)
-        for name, m in run_heuristics(base_env, base_params, cfg.eval.baselines, episodes).items():
+        for name, m in run_heuristics(env, test_params, cfg.eval.baselines, episodes).items():
             series.setdefault(name, []).append(float(m["avg_effectiveness"].mean()))
         for network in cfg.agent.networks:
             if not (run_dir_of(cfg, network) / "checkpoints").is_dir():
@@ -182,7 +182,7 @@ def fig8(cfg: SCED2Config, intervals, out: Path) -> list[str]:
 def fig9(cfg: SCED2Config, results: dict, out: Path) -> list[str]:
     """Fragmentation over the first test episode: learner seed 0 and the J-window baselines."""
     env, train_params, test_params = build_sced2(cfg)
-    episode = test_params.replace(starts=test_params.starts[:1], ends=test_params.ends[:1])
+    episode = pinned(test_params, 0)
     steps = int(episode.max_steps)
     actors = {n: (make_heuristic(env, n), None) for n in cfg.eval.baselines}
     for network in cfg.agent.networks:
