@@ -1,0 +1,463 @@
+"""The idle-slot DAG cluster (Duan & Wu, "Inserting Deliberate Idle Slots", on Decima's task model).
+
+k identical executors run jobs that are DAGs of stages, each stage `n_tasks` tasks of a duration; an
+executor runs one task at a time. Whenever an event leaves an idle executor and a runnable stage, the
+agent picks (stage, the job's parallelism limit p, idle slot r): r > 0 delays the stage by r·l/g (l its
+one-executor length; once per stage) without reserving executors, r = 0 dispatches
+min(idle, stage's remaining tasks, p − the job's executors) executors to it. Time then runs to the next
+decision (arrivals, task ends, executor moves, idle-timer ends, in a `lax.while_loop`); the reward is
+−Δt · (jobs in the system) / scale, so a finished episode returns −Σ JCT / scale.
+
+The full contract — executor choice, continuation of a stage's tasks, moves and warm-up, the order of
+simultaneous events, admission into the J slots — is `docs/dag.md`; `tests/reference/dag.py` is a plain
+event loop of the same text, and the differential test holds this module to it.
+
+Choices the paper leaves open (with Decima's simulator as the reference where it speaks):
+  * Integer milliseconds, as Decima's durations; l = n_tasks · task duration; the slot is ⌊r·l/g⌋ ms.
+  * The timer's end is a decision point (the paper's trigger iii) at which the stage is runnable again,
+    not an automatic dispatch: the agent re-decides with r masked to 0 for that stage.
+  * r > 0 is allowed only for a stage nothing of which has started ("inserted before it").
+  * p is non-decreasing in effect (the paper): a limit must exceed the job's current executors, so each
+    r = 0 decision dispatches at least one executor and a timestamp holds finitely many decisions.
+  * An executor finishing a task continues with the next task of its stage without a decision (Decima);
+    a freed executor keeps its job (a later dispatch elsewhere costs `moving_delay` when that is > 0).
+  * Decisions are offered for every idle executor after any event (work-conserving apart from idle
+    slots), not per Decima "source job" pool: see docs/dag.md for the differences.
+  * Jobs beyond J wait invisibly in arrival order and count in the reward from their arrival.
+Per decision the work is O(J·S + k²) per event time (the k² ranks executors that finish together).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxsched.core.env import Environment
+from jaxsched.core.spaces import MultiDiscrete
+from jaxsched.envs.dag_params import (
+    INF_MS,
+    DAGConfig,
+    DAGObs,
+    DAGParams,
+    DAGState,
+    make_params,
+)
+from jaxsched.workloads.dag_bank import DAGBank
+
+ARRIVAL_CHUNK = 8  # arrivals admitted per gallop step
+
+
+def _floor_mul_div(r, length, g):
+    """⌊r · length / g⌋ in int32 without overflowing r · length (length < 2**31, r <= g)."""
+    q, m = length // g, length % g
+    return r * q + (r * m) // g
+
+
+def _rank_within(flags: jax.Array, group: jax.Array) -> jax.Array:
+    """`i32[k]`: for each flagged executor, how many flagged executors of the same group (`i32[k]`) have a
+    lower index (an O(k²) count; k is small)."""
+    k = flags.shape[0]
+    lower = jnp.arange(k)[None, :] < jnp.arange(k)[:, None]
+    same = group[:, None] == group[None, :]
+    return jnp.sum(lower & same & flags[None, :], axis=1, dtype=jnp.int32)
+
+
+class DAGEnv(Environment[DAGState, DAGParams]):
+    """The idle-slot DAG cluster (module docstring, docs/dag.md). Actions are `i32[3]`:
+    (slot·S + stage, limit − 1, r)."""
+
+    name = "dag"
+
+    def __init__(self, config: DAGConfig | None = None):
+        self.config = DAGConfig() if config is None else config
+
+    def make_params(self, bank: DAGBank, **kwargs) -> DAGParams:
+        """`dag_params.make_params` for this env's config."""
+        return make_params(self.config, bank, **kwargs)
+
+    def default_params(self) -> DAGParams:
+        raise ValueError("DAGEnv needs a workload: env.make_params(bank, ...) (jaxsched.workloads.dag_gen)")
+
+    # ---- template gathers ------------------------------------------------------------------------
+    def _stage_arrays(self, state: DAGState, params: DAGParams):
+        """Per slot: n_tasks, duration (i32[J, S]), parents (i32[J, S]), valid stages (bool[J, S])."""
+        b = params.bank
+        tm = state.slot_tmpl
+        n_tasks, duration, parents = b.n_tasks[tm], b.duration[tm], b.parents[tm]
+        s = jnp.arange(self.config.max_stages)
+        valid = (s[None, :] < b.n_stages[tm][:, None]) & (state.slot_job >= 0)[:, None]
+        return n_tasks, duration, parents, valid
+
+    def _runnable(self, state: DAGState, params: DAGParams) -> jax.Array:
+        """`bool[J, S]`: stages whose parents are finished, with tasks not yet covered, no timer running."""
+        n_tasks, _, parents, valid = self._stage_arrays(state, params)
+        s = jnp.arange(self.config.max_stages, dtype=jnp.int32)
+        finished = valid & (state.done >= n_tasks)
+        fin_bits = jnp.sum(jnp.where(finished, jnp.left_shift(1, s)[None, :], 0), axis=1)
+        parents_done = (parents & ~fin_bits[:, None]) == 0
+        spare = n_tasks - state.dispatched - state.moving > 0
+        return valid & parents_done & spare & (state.hold_until <= state.t)
+
+    def _bound(self, state: DAGState) -> jax.Array:
+        """`i32[J]`: executors running or moving for each slot's job."""
+        busy = state.ex_state > 0
+        hit = (
+            (state.ex_job[None, :] == state.slot_job[:, None])
+            & busy[None, :]
+            & (state.slot_job >= 0)[:, None]
+        )
+        return hit.sum(axis=1, dtype=jnp.int32)
+
+    def _decision_needed(self, state: DAGState, params: DAGParams) -> jax.Array:
+        return jnp.any(state.ex_state == 0) & jnp.any(self._runnable(state, params))
+
+    # ---- reset / step ----------------------------------------------------------------------------
+    def reset_env(self, key, params: DAGParams):
+        cfg = self.config
+        j, s, k = cfg.max_slots, cfg.max_stages, cfg.n_executors
+        b = params.bank
+        ep = jax.random.randint(key, (), 0, b.template.shape[0])
+        zi, zf = jnp.int32(0), jnp.float32(0.0)
+        zjs = jnp.zeros((j, s), jnp.int32)
+        state = DAGState(
+            t=b.arrival[ep, 0], ep=ep, n_jobs=b.n_jobs[ep], next_arr=zi, next_admit=zi, n_finished=zi,
+            slot_job=jnp.full((j,), -1, jnp.int32), slot_tmpl=jnp.zeros((j,), jnp.int32),
+            slot_arrival=jnp.zeros((j,), jnp.int32),
+            dispatched=zjs, done=zjs, moving=zjs, delayed=jnp.zeros((j, s), bool), hold_until=zjs,
+            ex_state=jnp.zeros((k,), jnp.int32), ex_until=jnp.full((k,), INF_MS, jnp.int32),
+            ex_job=jnp.full((k,), -1, jnp.int32), ex_slot=jnp.zeros((k,), jnp.int32),
+            ex_stage=jnp.full((k,), -1, jnp.int32), ex_warm=jnp.zeros((k,), bool),
+            jct=jnp.full((b.max_jobs,), -1, jnp.int32),
+            last_finish=zi, sum_jct=zf, n_selections=zi, n_delayed=zi, idle_total=zf, invalid=zi,
+            n_waited=zi, events=zi, ret=zf,
+        )  # fmt: skip
+        # All executors are idle and the first job's roots are runnable: a decision is due right away.
+        state = self._arrive(state, params)
+        return self.observe(state, params), state
+
+    def step_env(self, key, state: DAGState, action, params: DAGParams):
+        action = jnp.asarray(action, jnp.int32)
+        valid = self.action_valid(state, params, action)
+        state = jax.lax.cond(
+            valid,
+            lambda st: self._apply(st, params, action),
+            lambda st: st.replace(invalid=st.invalid + 1),
+            state,
+        )
+        state, truncated, reward = self._advance(state, params)
+        terminated = state.n_finished >= state.n_jobs
+        info = {"invalid": ~valid}
+        return self.observe(state, params), state, reward, terminated, truncated & ~terminated, info
+
+    def action_valid(self, state: DAGState, params: DAGParams, action) -> jax.Array:
+        """`bool`: the stage is runnable while an executor is idle, `p = a_limit + 1` exceeds the job's
+        executors, and `r > 0` only for a stage never delayed and not started."""
+        cfg = self.config
+        a_stage, a_limit, r = action[0], action[1], action[2]
+        runnable = self._runnable(state, params) & jnp.any(state.ex_state == 0)
+        in_range = (a_stage >= 0) & (a_stage < cfg.max_slots * cfg.max_stages)
+        a = jnp.clip(a_stage, 0, cfg.max_slots * cfg.max_stages - 1)
+        j, s = a // cfg.max_stages, a % cfg.max_stages
+        bound = self._bound(state)[j]
+        limit_ok = (a_limit >= bound) & (a_limit < cfg.n_executors)
+        idle_ok = self._idle_ok(state)[j, s]
+        r_ok = (r == 0) | ((r > 0) & (r <= cfg.idle_levels) & idle_ok)
+        return in_range & runnable.reshape(-1)[a] & limit_ok & r_ok
+
+    def _idle_ok(self, state: DAGState) -> jax.Array:
+        return ~state.delayed & (state.dispatched == 0) & (state.moving == 0)
+
+    def _apply(self, state: DAGState, params: DAGParams, action) -> DAGState:
+        """A valid action: delay the stage (r > 0) or dispatch executors to it (r = 0)."""
+        cfg = self.config
+        j, s = action[0] // cfg.max_stages, action[0] % cfg.max_stages
+        p, r = action[1] + 1, action[2]
+        n_tasks, duration, _, _ = self._stage_arrays(state, params)
+        length = n_tasks[j, s] * duration[j, s]
+        idle = _floor_mul_div(r, length, cfg.idle_levels)
+        state = state.replace(
+            n_selections=state.n_selections + 1,
+            n_delayed=state.n_delayed + (r > 0),
+            idle_total=state.idle_total + idle.astype(jnp.float32) / 1000.0,
+        )
+        delay = state.replace(
+            delayed=state.delayed.at[j, s].set(True),
+            hold_until=state.hold_until.at[j, s].set(state.t + idle),
+        )
+        return jax.lax.cond(r > 0, lambda: delay, lambda: self._dispatch(state, params, j, s, p))
+
+    def _dispatch(self, state: DAGState, params: DAGParams, j, s, p) -> DAGState:
+        """Send `min(idle, remaining, p − bound)` idle executors to stage (j, s): class 0 (warm on this
+        stage), then class 1 (this job's), then the rest, each by index; the rest move when
+        `moving_delay > 0`, the others start a task now."""
+        n_tasks, duration, _, _ = self._stage_arrays(state, params)
+        jid = state.slot_job[j]
+        idle = state.ex_state == 0
+        own = idle & (state.ex_job == jid)
+        cls0 = own & state.ex_warm & (state.ex_stage == s)
+        cls1 = own & ~cls0
+        cls2 = idle & ~own
+        n0, n1 = cls0.sum(dtype=jnp.int32), cls1.sum(dtype=jnp.int32)
+        rank = jnp.where(
+            cls0,
+            jnp.cumsum(cls0) - 1,
+            jnp.where(cls1, n0 + jnp.cumsum(cls1) - 1, n0 + n1 + jnp.cumsum(cls2) - 1),
+        )
+        remaining = n_tasks[j, s] - state.dispatched[j, s] - state.moving[j, s]
+        n = jnp.minimum(jnp.minimum(idle.sum(dtype=jnp.int32), remaining), p - self._bound(state)[j])
+        chosen = idle & (rank < n)
+        moves = chosen & cls2 & (params.moving_delay > 0)
+        starts = chosen & ~moves
+        fresh = ~((state.ex_job == jid) & state.ex_warm)
+        task_end = state.t + duration[j, s] + jnp.where(fresh, params.warmup_delay, 0)
+        return state.replace(
+            ex_state=jnp.where(starts, 1, jnp.where(moves, 2, state.ex_state)),
+            ex_until=jnp.where(
+                starts, task_end, jnp.where(moves, state.t + params.moving_delay, state.ex_until)
+            ),
+            ex_job=jnp.where(chosen, jid, state.ex_job),
+            ex_slot=jnp.where(chosen, j, state.ex_slot),
+            ex_stage=jnp.where(chosen, s, state.ex_stage),
+            ex_warm=jnp.where(starts, True, jnp.where(moves, False, state.ex_warm)),
+            dispatched=state.dispatched.at[j, s].add(starts.sum(dtype=jnp.int32)),
+            moving=state.moving.at[j, s].add(moves.sum(dtype=jnp.int32)),
+        )
+
+    # ---- events ----------------------------------------------------------------------------------
+    def _advance(self, state: DAGState, params: DAGParams):
+        """Run events until a decision is due, every job is done, or `max_time` (truncated). Returns
+        `(state, truncated, reward)`; the reward accrues −Δt · (jobs in the system) / scale per interval."""
+
+        def pending(carry):
+            st, trunc, _ = carry
+            return ~trunc & (st.n_finished < st.n_jobs) & ~self._decision_needed(st, params)
+
+        def one_event_time(carry):
+            st, _, reward = carry
+            t_next = self._next_event(st, params)
+            trunc = t_next >= params.max_time
+            t_new = jnp.minimum(t_next, params.max_time)
+            n_sys = (st.next_arr - st.n_finished).astype(jnp.float32)
+            dt = (t_new - st.t).astype(jnp.float32) / 1000.0
+            reward = reward - dt * n_sys / params.reward_scale
+            st = st.replace(t=t_new, events=st.events + 1)
+            st = jax.lax.cond(trunc, lambda x: x, lambda x: self._process(x, params), st)
+            return st, trunc, reward
+
+        init = (state, jnp.bool_(False), jnp.float32(0.0))
+        state, trunc, reward = jax.lax.while_loop(pending, one_event_time, init)
+        return state.replace(ret=state.ret + reward), trunc, reward
+
+    def _next_event(self, state: DAGState, params: DAGParams) -> jax.Array:
+        b = params.bank
+        n = b.arrival.shape[1]
+        arrival = jnp.where(
+            state.next_arr < state.n_jobs, b.arrival[state.ep, jnp.minimum(state.next_arr, n - 1)], INF_MS
+        )
+        executor = jnp.min(jnp.where(state.ex_state > 0, state.ex_until, INF_MS))
+        timer = jnp.min(jnp.where(state.hold_until > state.t, state.hold_until, INF_MS))
+        return jnp.minimum(jnp.minimum(arrival, executor), timer)
+
+    def _process(self, state: DAGState, params: DAGParams) -> DAGState:
+        """Every event at `state.t`, in docs/dag.md's order: completions (with continuation), move
+        arrivals, stage/job completion, arrivals and admission."""
+        cfg = self.config
+        t = state.t
+        n_tasks, duration, _, _ = self._stage_arrays(state, params)
+        k_slot, k_stage = state.ex_slot, jnp.maximum(state.ex_stage, 0)
+        group = k_slot * cfg.max_stages + k_stage  # executor's (slot, stage) as one index
+        oob = cfg.max_slots  # out-of-range slot: scatters drop it
+
+        # 1. task completions; the first (n_tasks − dispatched) of a stage continue on it
+        comp = (state.ex_state == 1) & (state.ex_until == t)
+        done = state.done.at[jnp.where(comp, k_slot, oob), k_stage].add(1, mode="drop")
+        left = (n_tasks - state.dispatched)[k_slot, k_stage]
+        cont = comp & (_rank_within(comp, group) < left)
+        dispatched = state.dispatched.at[jnp.where(cont, k_slot, oob), k_stage].add(1, mode="drop")
+        ex_state = jnp.where(comp & ~cont, 0, state.ex_state)
+        ex_until = jnp.where(cont, t + duration[k_slot, k_stage], jnp.where(comp, INF_MS, state.ex_until))
+
+        # 2. move arrivals: to a job still in the system they start a task (fresh) while tasks remain
+        arr = (state.ex_state == 2) & (state.ex_until == t)
+        alive = arr & (state.slot_job[k_slot] == state.ex_job)
+        moving = state.moving.at[jnp.where(alive, k_slot, oob), k_stage].add(-1, mode="drop")
+        left = (n_tasks - dispatched)[k_slot, k_stage]
+        start = alive & (_rank_within(alive, group) < left)
+        dispatched = dispatched.at[jnp.where(start, k_slot, oob), k_stage].add(1, mode="drop")
+        ex_state = jnp.where(start, 1, jnp.where(arr, 0, ex_state))
+        start_end = t + duration[k_slot, k_stage] + params.warmup_delay
+        ex_until = jnp.where(start, start_end, jnp.where(arr, INF_MS, ex_until))
+        ex_warm = jnp.where(start, True, state.ex_warm)
+        state = state.replace(
+            done=done,
+            dispatched=dispatched,
+            moving=moving,
+            ex_state=ex_state,
+            ex_until=ex_until,
+            ex_warm=ex_warm,
+        )
+
+        # 3. finished jobs leave their slots
+        _, _, _, valid = self._stage_arrays(state, params)
+        finished_job = (state.slot_job >= 0) & jnp.all(~valid | (state.done >= n_tasks), axis=1)
+        jct = t - state.slot_arrival
+        n_out = finished_job.sum(dtype=jnp.int32)
+        keep = ~finished_job[:, None]
+        state = state.replace(
+            jct=state.jct.at[jnp.where(finished_job, state.slot_job, state.jct.shape[0])].set(
+                jct, mode="drop"
+            ),
+            n_finished=state.n_finished + n_out,
+            sum_jct=state.sum_jct + jnp.sum(jnp.where(finished_job, jct, 0).astype(jnp.float32)) / 1000.0,
+            last_finish=jnp.where(n_out > 0, t, state.last_finish),
+            slot_job=jnp.where(finished_job, -1, state.slot_job),
+            dispatched=state.dispatched * keep,
+            done=state.done * keep,
+            moving=state.moving * keep,
+            delayed=state.delayed & keep,
+            hold_until=state.hold_until * keep,
+        )
+        # 4. arrivals and admission
+        return self._arrive(state, params)
+
+    def _arrive(self, state: DAGState, params: DAGParams) -> DAGState:
+        """Jobs due by `state.t` arrive; waiting jobs take free slots in arrival order, lowest slot first."""
+        b = params.bank
+        n = b.arrival.shape[1]
+        offsets = jnp.arange(ARRIVAL_CHUNK)
+
+        def more(carry):
+            return carry[1]
+
+        def chunk(carry):
+            i, _ = carry
+            idx = i + offsets
+            due = (idx < state.n_jobs) & (b.arrival[state.ep, jnp.minimum(idx, n - 1)] <= state.t)
+            count = due.sum(dtype=jnp.int32)  # due jobs are a prefix of the chunk (sorted arrivals)
+            return i + count, count == ARRIVAL_CHUNK
+
+        next_arr = jax.lax.while_loop(more, chunk, (state.next_arr, jnp.bool_(True)))[0]
+        free = state.slot_job < 0
+        order = jnp.cumsum(free) - 1  # rank of each free slot
+        admit = jnp.minimum(next_arr - state.next_admit, free.sum(dtype=jnp.int32))
+        take = free & (order < admit)
+        job = state.next_admit + order
+        jobc = jnp.minimum(job, n - 1)
+        waited = take & (b.arrival[state.ep, jobc] < state.t)
+        return state.replace(
+            next_arr=next_arr,
+            next_admit=state.next_admit + admit,
+            slot_job=jnp.where(take, job, state.slot_job),
+            slot_tmpl=jnp.where(take, b.template[state.ep, jobc], state.slot_tmpl),
+            slot_arrival=jnp.where(take, b.arrival[state.ep, jobc], state.slot_arrival),
+            n_waited=state.n_waited + waited.sum(dtype=jnp.int32),
+        )
+
+    # ---- what a policy sees ----------------------------------------------------------------------
+    def observe(self, state: DAGState, params: DAGParams) -> DAGObs:
+        cfg = self.config
+        k = cfg.n_executors
+        b = params.bank
+        n_tasks, duration, parents, valid = self._stage_arrays(state, params)
+        idle = state.ex_state == 0
+        n_idle = idle.sum(dtype=jnp.int32)
+        runnable = self._runnable(state, params) & (n_idle > 0)
+        bound = self._bound(state)
+        remaining = jnp.maximum(n_tasks - state.dispatched - state.moving, 0) * valid
+        not_started = jnp.maximum(n_tasks - state.dispatched, 0) * valid
+        dur_s = duration.astype(jnp.float32) / 1000.0
+        rem_work = not_started.astype(jnp.float32) * dur_s  # [J, S] s
+        run_slot = jnp.where(state.ex_state == 1, state.ex_slot, cfg.max_slots)  # out of range: dropped
+        on_stage = jnp.zeros_like(state.done).at[run_slot, state.ex_stage].add(1, mode="drop")  # [J, S]
+        held = state.hold_until > state.t
+        stage_x = (
+            jnp.stack(
+                [
+                    jnp.log1p(remaining.astype(jnp.float32)),
+                    jnp.log1p(rem_work),
+                    jnp.log1p(dur_s),
+                    runnable.astype(jnp.float32),
+                    state.delayed.astype(jnp.float32),
+                    held.astype(jnp.float32),
+                    on_stage.astype(jnp.float32) / k,
+                ],
+                axis=-1,
+            )
+            * valid[..., None]
+        )
+        job_valid = state.slot_job >= 0
+        wait = jnp.maximum(state.t - state.slot_arrival, 0).astype(jnp.float32) / 1000.0
+        job_x = (
+            jnp.stack(
+                [
+                    bound.astype(jnp.float32) / k,
+                    jnp.log1p(wait),
+                    jnp.log1p(rem_work.sum(axis=1)),
+                    jnp.full((cfg.max_slots,), n_idle / k, jnp.float32),
+                ],
+                axis=-1,
+            )
+            * job_valid[:, None]
+        )
+        tm = state.slot_tmpl
+        job_feat = jnp.stack([jnp.log1p(b.crit[tm]), jnp.log1p(b.width[tm])], axis=-1) * job_valid[:, None]
+        n_sys = state.next_arr - state.n_finished
+        glob = jnp.stack(
+            [
+                n_idle.astype(jnp.float32) / k,
+                jnp.log1p(n_sys.astype(jnp.float32)),
+                jnp.log1p((state.next_arr - state.next_admit).astype(jnp.float32)),
+            ]
+        )
+        return DAGObs(
+            stage_x=stage_x,
+            job_x=job_x,
+            job_feat=job_feat,
+            glob=glob,
+            parents=parents * valid,
+            height=b.height[tm] * valid,
+            stage_valid=valid,
+            job_valid=job_valid,
+            stage_mask=runnable.reshape(-1),
+            idle_ok=(runnable & self._idle_ok(state)).reshape(-1),
+            limit_min=bound + 1,
+            remaining=remaining,
+            job_order=state.slot_job,
+            work=b.work[tm] * job_valid,
+            bottom=b.bottom[tm] * valid,
+            bound=bound,
+            n_idle=n_idle,
+            t=state.t,
+        )
+
+    def action_mask(self, state: DAGState, params: DAGParams) -> jax.Array:
+        """`bool[J·S]`: the runnable stages (the limit and idle masks are `limit_min`, `idle_ok`)."""
+        return self._runnable(state, params).reshape(-1) & jnp.any(state.ex_state == 0)
+
+    def observation_space(self, params: DAGParams):
+        raise NotImplementedError("DAGObs is a structured pytree; see its docstring for shapes")
+
+    def action_space(self, params: DAGParams) -> MultiDiscrete:
+        cfg = self.config
+        return MultiDiscrete((cfg.max_slots * cfg.max_stages, cfg.n_executors, cfg.idle_levels + 1))
+
+    def metrics(self, state: DAGState, params: DAGParams) -> dict[str, jax.Array]:
+        """The paper's metrics over the episode so far (seconds)."""
+        f = state.n_finished.astype(jnp.float32)
+        sel = state.n_selections.astype(jnp.float32)
+        dly = state.n_delayed.astype(jnp.float32)
+        first = params.bank.arrival[state.ep, 0]
+        return {
+            "avg_jct": jnp.where(f > 0, state.sum_jct / jnp.maximum(f, 1.0), 0.0),
+            "makespan": jnp.where(f > 0, (state.last_finish - first).astype(jnp.float32) / 1000.0, 0.0),
+            "n_finished": state.n_finished,
+            "unfinished": state.next_arr - state.n_finished,
+            "n_selections": state.n_selections,
+            "n_delayed": state.n_delayed,
+            "idle_total": state.idle_total,
+            "idle_per_selection": jnp.where(sel > 0, state.idle_total / jnp.maximum(sel, 1.0), 0.0),
+            "idle_per_delayed": jnp.where(dly > 0, state.idle_total / jnp.maximum(dly, 1.0), 0.0),
+            "invalid": state.invalid,
+            "waited_for_slot": state.n_waited,
+            "events": state.events,
+        }

@@ -1,0 +1,174 @@
+"""Static config, params, state and observation of the idle-slot DAG cluster (`envs/dag.py`).
+
+The semantics are `docs/dag.md`. Defaults and where they come from:
+  * `moving_delay` 0 and `warmup_delay` 0 ms: the paper's model has neither (an executor switches jobs for
+    free, a task lasts its duration); Decima's simulator uses 2 000 and 1 000 ms for TPC-H (its
+    `param.py`), which the `decima` preset and the TPC-H configs set.
+  * `reward_scale` 100 s: Decima's 1e5 ms, so a return is −Σ JCT / 100 s.
+  * `max_time` 2**31 − 1 ms (none): episodes run until every job is done; a curriculum truncates by time.
+  * `idle_levels` g = 10: the idle slot r·l/g in tenths of the stage's one-executor length (the paper
+    names g but gives no value).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxsched.core.checks import at_least
+from jaxsched.workloads.dag_bank import MAX_STAGES, MAX_TIME_MS, DAGBank
+
+INF_MS = MAX_TIME_MS  # "never": an idle executor's `until`, a padded arrival
+
+N_STAGE_X = 7  # stage features (see `DAGObs`)
+N_JOB_X = 4
+N_JOB_FEAT = 2  # the paper's added features: critical path, average width
+N_GLOB = 3
+
+
+@dataclass(frozen=True)
+class DAGConfig:
+    """Static shapes: `n_executors` k (Decima's TPC-H runs: 50), `max_slots` J (jobs visible at once; more
+    wait, invisible, in arrival order), `max_stages` S (the bank's padded width), `idle_levels` g."""
+
+    n_executors: int = 10
+    max_slots: int = 16
+    max_stages: int = 8
+    idle_levels: int = 10
+
+    def __post_init__(self):
+        at_least(self, "dag", ("n_executors", "max_slots", "max_stages", "idle_levels"))
+        if self.max_stages > MAX_STAGES:
+            raise ValueError(
+                f"dag.max_stages must be <= {MAX_STAGES} (parent bitmasks), got {self.max_stages}"
+            )
+
+
+@struct.dataclass
+class DAGParams:
+    """The bank and every numeric knob (ms unless named): `moving_delay`, `warmup_delay` i32,
+    `reward_scale` f32 seconds, `max_time` i32 (truncation)."""
+
+    bank: DAGBank
+    moving_delay: jnp.ndarray
+    warmup_delay: jnp.ndarray
+    reward_scale: jnp.ndarray
+    max_time: jnp.ndarray
+
+
+def make_params(
+    config: DAGConfig,
+    bank: DAGBank,
+    *,
+    moving_delay: int = 0,
+    warmup_delay: int = 0,
+    reward_scale: float = 100.0,
+    max_time: int = INF_MS,
+) -> DAGParams:
+    """Check the bank against the static config (padding a narrower bank to `max_stages`) and bundle the
+    knobs. Errors name the field."""
+    s_bank = bank.max_stages
+    if s_bank > config.max_stages:
+        widest = int(np.max(np.asarray(bank.n_stages)))
+        raise ValueError(
+            f"bank: templates have up to {widest} stages (padded to {s_bank}), wider than "
+            f"dag.max_stages = {config.max_stages}"
+        )
+    if s_bank < config.max_stages:
+        pad = config.max_stages - s_bank
+        bank = bank.replace(
+            **{
+                f: jnp.pad(getattr(bank, f), ((0, 0), (0, pad)))
+                for f in ("parents", "n_tasks", "duration", "height", "bottom")
+            }
+        )
+    for name, value in (("moving_delay", moving_delay), ("warmup_delay", warmup_delay)):
+        if not 0 <= value < 10**8:
+            raise ValueError(f"dag.{name} must be in [0, 1e8) ms, got {value}")
+    if not reward_scale > 0:
+        raise ValueError(f"dag.reward_scale must be > 0 s, got {reward_scale}")
+    if not 0 < max_time <= INF_MS:
+        raise ValueError(f"dag.max_time must be in (0, 2**31) ms, got {max_time}")
+    return DAGParams(
+        bank=bank,
+        moving_delay=jnp.int32(moving_delay),
+        warmup_delay=jnp.int32(warmup_delay),
+        reward_scale=jnp.float32(reward_scale),
+        max_time=jnp.int32(max_time),
+    )
+
+
+@struct.dataclass
+class DAGState:
+    t: jnp.ndarray  # i32 ms
+    ep: jnp.ndarray  # i32 episode index in the bank
+    n_jobs: jnp.ndarray  # i32 jobs in the episode
+    next_arr: jnp.ndarray  # i32 jobs [0, next_arr) have arrived
+    next_admit: jnp.ndarray  # i32 jobs [0, next_admit) have had a slot
+    n_finished: jnp.ndarray  # i32
+    slot_job: jnp.ndarray  # i32[J] episode job index, -1 empty
+    slot_tmpl: jnp.ndarray  # i32[J] template index (0 when empty)
+    slot_arrival: jnp.ndarray  # i32[J] ms
+    dispatched: jnp.ndarray  # i32[J, S] tasks started
+    done: jnp.ndarray  # i32[J, S] tasks finished
+    moving: jnp.ndarray  # i32[J, S] executors moving to the stage
+    delayed: jnp.ndarray  # bool[J, S] the stage had its one idle slot
+    hold_until: jnp.ndarray  # i32[J, S] end of the idle timer (0: never delayed)
+    ex_state: jnp.ndarray  # i32[k] 0 idle, 1 running, 2 moving
+    ex_until: jnp.ndarray  # i32[k] end of the task or the move, INF_MS when idle
+    ex_job: jnp.ndarray  # i32[k] episode job last run for / moving to, -1 none
+    ex_slot: jnp.ndarray  # i32[k] that job's slot (valid while the job is in the system)
+    ex_stage: jnp.ndarray  # i32[k] stage of the last task / move target, -1 none
+    ex_warm: jnp.ndarray  # bool[k] has run a task of ex_job
+    jct: jnp.ndarray  # i32[N] ms per episode job, -1 unfinished
+    # running tallies for the metrics
+    last_finish: jnp.ndarray  # i32 ms
+    sum_jct: jnp.ndarray  # f32 s
+    n_selections: jnp.ndarray  # i32 valid actions
+    n_delayed: jnp.ndarray  # i32 valid actions with r > 0
+    idle_total: jnp.ndarray  # f32 s of inserted idle
+    invalid: jnp.ndarray  # i32
+    n_waited: jnp.ndarray  # i32 jobs that waited for a slot
+    events: jnp.ndarray  # i32 event times processed
+    ret: jnp.ndarray  # f32 Σ rewards
+
+
+@struct.dataclass
+class DAGObs:
+    """What a policy sees (J slots × S stages; k executors).
+
+    Learned inputs (log1p of seconds or counts):
+      stage_x f32[J, S, 7]: log1p remaining tasks, log1p remaining work s, log1p task duration s,
+                            runnable, delayed, timer running, executors running it / k
+      job_x   f32[J, 4]:    bound executors / k, log1p wait s, log1p remaining work s, idle executors / k
+      job_feat f32[J, 2]:   the paper's features: log1p critical path s, log1p average width
+      glob    f32[3]:       idle executors / k, log1p jobs in the system, log1p jobs waiting for a slot
+    Structure: parents i32[J, S] (bitmask), height i32[J, S], stage_valid bool[J, S], job_valid bool[J].
+    Action masks: stage_mask bool[J·S] (runnable stages while an executor is idle), idle_ok bool[J·S]
+      (r > 0 allowed), limit_min i32[J] (the smallest valid limit p = bound + 1; a_limit = p − 1).
+    Raw, for heuristics: remaining i32[J, S] (tasks not started and not covered by a move), job_order
+      i32[J] (episode index, -1 empty), work f32[J] (total, s), bottom f32[J, S] (s), bound i32[J],
+      n_idle i32, t i32 (ms).
+    """
+
+    stage_x: jnp.ndarray
+    job_x: jnp.ndarray
+    job_feat: jnp.ndarray
+    glob: jnp.ndarray
+    parents: jnp.ndarray
+    height: jnp.ndarray
+    stage_valid: jnp.ndarray
+    job_valid: jnp.ndarray
+    stage_mask: jnp.ndarray
+    idle_ok: jnp.ndarray
+    limit_min: jnp.ndarray
+    remaining: jnp.ndarray
+    job_order: jnp.ndarray
+    work: jnp.ndarray
+    bottom: jnp.ndarray
+    bound: jnp.ndarray
+    n_idle: jnp.ndarray
+    t: jnp.ndarray
