@@ -24,7 +24,9 @@ Choices the paper leaves open (with Decima's simulator as the reference where it
   * Decisions are offered for every idle executor after any event (work-conserving apart from idle
     slots), not per Decima "source job" pool: see docs/dag.md for the differences.
   * Jobs beyond J wait invisibly in arrival order and count in the reward from their arrival.
-Per decision the work is O(J·S + k²) per event time (the k² ranks executors that finish together).
+Per event time the work is O(J·S + k²) (the k² ranks executors that finish together); completions that
+only continue a stage are fast-forwarded in closed form (`_advance`), so a decision costs a few event
+times, not one per task.
 """
 
 from __future__ import annotations
@@ -89,14 +91,15 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         return n_tasks, duration, parents, valid
 
     def _runnable(self, state: DAGState, params: DAGParams) -> jax.Array:
-        """`bool[J, S]`: stages whose parents are finished, with tasks not yet covered, no timer running."""
+        """`bool[J, S]`: stages whose parents are finished, with tasks not yet covered, no timer running,
+        not selected in this scheduling round."""
         n_tasks, _, parents, valid = self._stage_arrays(state, params)
         s = jnp.arange(self.config.max_stages, dtype=jnp.int32)
         finished = valid & (state.done >= n_tasks)
         fin_bits = jnp.sum(jnp.where(finished, jnp.left_shift(1, s)[None, :], 0), axis=1)
         parents_done = (parents & ~fin_bits[:, None]) == 0
         spare = n_tasks - state.dispatched - state.moving > 0
-        return valid & parents_done & spare & (state.hold_until <= state.t)
+        return valid & parents_done & spare & (state.hold_until <= state.t) & ~state.selected
 
     def _bound(self, state: DAGState) -> jax.Array:
         """`i32[J]`: executors running or moving for each slot's job."""
@@ -124,6 +127,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             slot_job=jnp.full((j,), -1, jnp.int32), slot_tmpl=jnp.zeros((j,), jnp.int32),
             slot_arrival=jnp.zeros((j,), jnp.int32),
             dispatched=zjs, done=zjs, moving=zjs, delayed=jnp.zeros((j, s), bool), hold_until=zjs,
+            selected=jnp.zeros((j, s), bool),
             ex_state=jnp.zeros((k,), jnp.int32), ex_until=jnp.full((k,), INF_MS, jnp.int32),
             ex_job=jnp.full((k,), -1, jnp.int32), ex_slot=jnp.zeros((k,), jnp.int32),
             ex_stage=jnp.full((k,), -1, jnp.int32), ex_warm=jnp.zeros((k,), bool),
@@ -174,8 +178,9 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         p, r = action[1] + 1, action[2]
         n_tasks, duration, _, _ = self._stage_arrays(state, params)
         length = n_tasks[j, s] * duration[j, s]
-        idle = _floor_mul_div(r, length, cfg.idle_levels)
+        idle = jnp.where(r > 0, jnp.maximum(_floor_mul_div(r, length, cfg.idle_levels), 1), 0)
         state = state.replace(
+            selected=state.selected.at[j, s].set(True),
             n_selections=state.n_selections + 1,
             n_delayed=state.n_delayed + (r > 0),
             idle_total=state.idle_total + idle.astype(jnp.float32) / 1000.0,
@@ -187,22 +192,14 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         return jax.lax.cond(r > 0, lambda: delay, lambda: self._dispatch(state, params, j, s, p))
 
     def _dispatch(self, state: DAGState, params: DAGParams, j, s, p) -> DAGState:
-        """Send `min(idle, remaining, p − bound)` idle executors to stage (j, s): class 0 (warm on this
-        stage), then class 1 (this job's), then the rest, each by index; the rest move when
-        `moving_delay > 0`, the others start a task now."""
+        """Send `min(idle, remaining, p − bound)` idle executors to stage (j, s): the job's own first, then
+        the rest, each by index; the rest move when `moving_delay > 0`, the others start a task now."""
         n_tasks, duration, _, _ = self._stage_arrays(state, params)
         jid = state.slot_job[j]
         idle = state.ex_state == 0
         own = idle & (state.ex_job == jid)
-        cls0 = own & state.ex_warm & (state.ex_stage == s)
-        cls1 = own & ~cls0
         cls2 = idle & ~own
-        n0, n1 = cls0.sum(dtype=jnp.int32), cls1.sum(dtype=jnp.int32)
-        rank = jnp.where(
-            cls0,
-            jnp.cumsum(cls0) - 1,
-            jnp.where(cls1, n0 + jnp.cumsum(cls1) - 1, n0 + n1 + jnp.cumsum(cls2) - 1),
-        )
+        rank = jnp.where(own, jnp.cumsum(own) - 1, own.sum(dtype=jnp.int32) + jnp.cumsum(cls2) - 1)
         remaining = n_tasks[j, s] - state.dispatched[j, s] - state.moving[j, s]
         n = jnp.minimum(jnp.minimum(idle.sum(dtype=jnp.int32), remaining), p - self._bound(state)[j])
         chosen = idle & (rank < n)
@@ -226,7 +223,14 @@ class DAGEnv(Environment[DAGState, DAGParams]):
     # ---- events ----------------------------------------------------------------------------------
     def _advance(self, state: DAGState, params: DAGParams):
         """Run events until a decision is due, every job is done, or `max_time` (truncated). Returns
-        `(state, truncated, reward)`; the reward accrues −Δt · (jobs in the system) / scale per interval."""
+        `(state, truncated, reward)`; the reward accrues −Δt · (jobs in the system) / scale per interval.
+
+        Each iteration jumps to the next *event time that can matter* — an arrival, a move arrival, a timer
+        end, an executor becoming idle, or a safe lower bound of the time a stage runs out of tasks — and
+        first fast-forwards, in closed form, the task completions before it on stages that still have
+        tasks to hand out: those completions only continue the stage (no trigger, no reward change), so
+        the result equals processing them one by one (docs/dag.md), in O(k + J·S) instead of one
+        iteration per task."""
 
         def pending(carry):
             st, trunc, _ = carry
@@ -234,12 +238,13 @@ class DAGEnv(Environment[DAGState, DAGParams]):
 
         def one_event_time(carry):
             st, _, reward = carry
-            t_next = self._next_event(st, params)
+            t_next, cont = self._next_event(st, params)
             trunc = t_next >= params.max_time
             t_new = jnp.minimum(t_next, params.max_time)
             n_sys = (st.next_arr - st.n_finished).astype(jnp.float32)
             dt = (t_new - st.t).astype(jnp.float32) / 1000.0
             reward = reward - dt * n_sys / params.reward_scale
+            st = self._fast_forward(st, params, cont, t_new)
             st = st.replace(t=t_new, events=st.events + 1)
             st = jax.lax.cond(trunc, lambda x: x, lambda x: self._process(x, params), st)
             return st, trunc, reward
@@ -248,22 +253,55 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         state, trunc, reward = jax.lax.while_loop(pending, one_event_time, init)
         return state.replace(ret=state.ret + reward), trunc, reward
 
-    def _next_event(self, state: DAGState, params: DAGParams) -> jax.Array:
+    def _next_event(self, state: DAGState, params: DAGParams):
+        """`(t_next, cont)`: the next event time that can matter, and `bool[k]` the running executors whose
+        stage still has tasks to hand out (their completions before `t_next` only continue the stage).
+
+        For such a stage with `R` tasks left, `e` executors on it and task duration `d`, the first
+        executor to find no task completes at the (R+1)-th of the instants `until_i + m·d`; fewer than
+        R + 1 of them fall before `min until + (R // e)·d`, which is therefore a safe bound to jump to."""
+        cfg = self.config
         b = params.bank
         n = b.arrival.shape[1]
+        n_tasks, duration, _, _ = self._stage_arrays(state, params)
+        left = n_tasks - state.dispatched  # [J, S] tasks not started
+        run = state.ex_state == 1
+        k_stage = jnp.maximum(state.ex_stage, 0)
+        cont = run & (left[state.ex_slot, k_stage] > 0)
+        c_slot = jnp.where(cont, state.ex_slot, cfg.max_slots)  # others out of range: dropped
+        n_on = jnp.zeros_like(left).at[c_slot, k_stage].add(1, mode="drop")
+        u_min = jnp.full(left.shape, INF_MS, jnp.int32).at[c_slot, k_stage].min(state.ex_until, mode="drop")
+        jump = (left // jnp.maximum(n_on, 1)) * duration  # <= left · duration = this stage's work
+        bound = u_min + jnp.minimum(jump, INF_MS - u_min)  # saturating add
+        stage_next = jnp.min(jnp.where(n_on > 0, bound, INF_MS))
+        other = jnp.min(jnp.where((state.ex_state > 0) & ~cont, state.ex_until, INF_MS))  # idling, moves
         arrival = jnp.where(
             state.next_arr < state.n_jobs, b.arrival[state.ep, jnp.minimum(state.next_arr, n - 1)], INF_MS
         )
-        executor = jnp.min(jnp.where(state.ex_state > 0, state.ex_until, INF_MS))
         timer = jnp.min(jnp.where(state.hold_until > state.t, state.hold_until, INF_MS))
-        return jnp.minimum(jnp.minimum(arrival, executor), timer)
+        return jnp.minimum(jnp.minimum(arrival, timer), jnp.minimum(stage_next, other)), cont
+
+    def _fast_forward(self, state: DAGState, params: DAGParams, cont, t_next) -> DAGState:
+        """Apply every completion strictly before `t_next` of the `cont` executors: each continues its stage
+        with tasks of the stage's duration, so executor i completes ⌈(t_next − until_i) / d⌉ of them."""
+        cfg = self.config
+        _, duration, _, _ = self._stage_arrays(state, params)
+        k_stage = jnp.maximum(state.ex_stage, 0)
+        d = duration[state.ex_slot, k_stage]
+        ahead = cont & (state.ex_until < t_next)
+        c = jnp.where(ahead, (t_next - state.ex_until + d - 1) // jnp.maximum(d, 1), 0)
+        c_slot = jnp.where(ahead, state.ex_slot, cfg.max_slots)
+        add = jnp.zeros_like(state.done).at[c_slot, k_stage].add(c, mode="drop")
+        return state.replace(
+            ex_until=state.ex_until + c * d, done=state.done + add, dispatched=state.dispatched + add
+        )
 
     def _process(self, state: DAGState, params: DAGParams) -> DAGState:
         """Every event at `state.t`, in docs/dag.md's order: completions (with continuation), move
-        arrivals, stage/job completion, arrivals and admission."""
+        arrivals, stage/job completion, arrivals and admission, then the trigger that clears selections."""
         cfg = self.config
         t = state.t
-        n_tasks, duration, _, _ = self._stage_arrays(state, params)
+        n_tasks, duration, _, valid = self._stage_arrays(state, params)
         k_slot, k_stage = state.ex_slot, jnp.maximum(state.ex_stage, 0)
         group = k_slot * cfg.max_stages + k_stage  # executor's (slot, stage) as one index
         oob = cfg.max_slots  # out-of-range slot: scatters drop it
@@ -287,23 +325,20 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         ex_state = jnp.where(start, 1, jnp.where(arr, 0, ex_state))
         start_end = t + duration[k_slot, k_stage] + params.warmup_delay
         ex_until = jnp.where(start, start_end, jnp.where(arr, INF_MS, ex_until))
-        ex_warm = jnp.where(start, True, state.ex_warm)
-        state = state.replace(
-            done=done,
-            dispatched=dispatched,
-            moving=moving,
-            ex_state=ex_state,
-            ex_until=ex_until,
-            ex_warm=ex_warm,
-        )
+        went_idle = (comp & ~cont) | (arr & ~start)
+        stage_done = valid & (done >= n_tasks)
+        newly_done = stage_done & (state.done < n_tasks)
+        timer_end = state.delayed & (state.hold_until == t)
 
         # 3. finished jobs leave their slots
-        _, _, _, valid = self._stage_arrays(state, params)
-        finished_job = (state.slot_job >= 0) & jnp.all(~valid | (state.done >= n_tasks), axis=1)
+        finished_job = (state.slot_job >= 0) & jnp.all(~valid | stage_done, axis=1)
         jct = t - state.slot_arrival
         n_out = finished_job.sum(dtype=jnp.int32)
         keep = ~finished_job[:, None]
         state = state.replace(
+            ex_state=ex_state,
+            ex_until=ex_until,
+            ex_warm=jnp.where(start, True, state.ex_warm),
             jct=state.jct.at[jnp.where(finished_job, state.slot_job, state.jct.shape[0])].set(
                 jct, mode="drop"
             ),
@@ -311,14 +346,17 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             sum_jct=state.sum_jct + jnp.sum(jnp.where(finished_job, jct, 0).astype(jnp.float32)) / 1000.0,
             last_finish=jnp.where(n_out > 0, t, state.last_finish),
             slot_job=jnp.where(finished_job, -1, state.slot_job),
-            dispatched=state.dispatched * keep,
-            done=state.done * keep,
-            moving=state.moving * keep,
+            dispatched=dispatched * keep,
+            done=done * keep,
+            moving=moving * keep,
             delayed=state.delayed & keep,
             hold_until=state.hold_until * keep,
         )
-        # 4. arrivals and admission
-        return self._arrive(state, params)
+        # 4. arrivals and admission; 6. a trigger clears every selection
+        admitted_before = state.next_admit
+        state = self._arrive(state, params)
+        trigger = went_idle.any() | newly_done.any() | timer_end.any() | (state.next_admit > admitted_before)
+        return state.replace(selected=state.selected & ~trigger)
 
     def _arrive(self, state: DAGState, params: DAGParams) -> DAGState:
         """Jobs due by `state.t` arrive; waiting jobs take free slots in arrival order, lowest slot first."""

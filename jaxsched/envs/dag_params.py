@@ -117,6 +117,7 @@ class DAGState:
     moving: jnp.ndarray  # i32[J, S] executors moving to the stage
     delayed: jnp.ndarray  # bool[J, S] the stage had its one idle slot
     hold_until: jnp.ndarray  # i32[J, S] end of the idle timer (0: never delayed)
+    selected: jnp.ndarray  # bool[J, S] chosen in this scheduling round (cleared by a trigger event)
     ex_state: jnp.ndarray  # i32[k] 0 idle, 1 running, 2 moving
     ex_until: jnp.ndarray  # i32[k] end of the task or the move, INF_MS when idle
     ex_job: jnp.ndarray  # i32[k] episode job last run for / moving to, -1 none

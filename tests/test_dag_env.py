@@ -1,0 +1,232 @@
+"""The idle-slot DAG env (`envs/dag.py`) against its contract: a differential test with the plain-Python
+reference (`tests/reference/dag.py`) over random valid (and some invalid) action sequences, the paper's
+hand cases (Fig. 1, Fig. 3's width, the return), compile-once and vmap = loop."""
+
+from __future__ import annotations
+
+import functools
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from reference.dag import RefDAGEnv, random_valid_action
+
+from jaxsched.core.episode import run_episode, stateless
+from jaxsched.envs.dag import DAGEnv
+from jaxsched.envs.dag_params import DAGConfig
+from jaxsched.workloads.dag_bank import DAGTemplates, make_bank, template_features
+
+K, J, S, G = 3, 3, 5, 4  # one static shape for every differential sequence: one compile
+N_TEMPLATES, N_JOBS = 6, 6
+STATE_KEYS = ("dispatched", "done", "moving", "delayed", "hold_until", "selected", "slot_job", "jct")
+EX_KEYS = ("ex_state", "ex_until", "ex_job", "ex_stage", "ex_warm")
+
+
+def random_templates(rng: np.random.Generator, n: int, max_stages: int, max_tasks=4, dur=(1, 3000)):
+    dags = []
+    for i in range(n):
+        m = int(rng.integers(1, max_stages + 1))
+        adj = np.triu(rng.random((m, m)) < 0.5, 1)
+        tasks = rng.integers(1, max_tasks + 1, m)
+        # durations on a coarse grid half of the time, so completions often coincide; a few tiny ones,
+        # whose idle slot r·L//g rounds to 0 (the contract makes it 1 ms)
+        u = rng.random()
+        d = (
+            rng.integers(1, 4, m) * 500
+            if u < 0.45
+            else rng.integers(1, 3, m)
+            if u < 0.55
+            else rng.integers(*dur, m)
+        )
+        dags.append(dict(name=f"r{i}", adj=adj, n_tasks=tasks, duration=d))
+    return DAGTemplates.from_lists(dags, max_stages=max_stages)
+
+
+def random_episode(rng: np.random.Generator, n_jobs: int, n_templates: int, mean_gap: float):
+    gaps = rng.exponential(mean_gap, n_jobs) * (rng.random(n_jobs) < 0.8)  # some simultaneous arrivals
+    arrival = np.floor(np.cumsum(gaps)).astype(np.int64)
+    return rng.integers(0, n_templates, n_jobs), arrival - arrival[0]
+
+
+@functools.cache
+def env_and_step():
+    env = DAGEnv(DAGConfig(n_executors=K, max_slots=J, max_stages=S, idle_levels=G))
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def step(state, action, params):
+        return env.step_env(jax.random.PRNGKey(0), state, action, params)
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def reset(params):
+        return env.reset_env(jax.random.PRNGKey(0), params)
+
+    return env, reset, step
+
+
+def ref_env(tm: DAGTemplates, template, arrival, **kw) -> RefDAGEnv:
+    return RefDAGEnv(
+        n_executors=K, max_slots=J, max_stages=S, idle_levels=G, n_stages=tm.n_stages, parents=tm.parents,
+        n_tasks=tm.n_tasks, duration=tm.duration, template=template, arrival=arrival, **kw,
+    )  # fmt: skip
+
+
+def assert_same(obs, state, snap, where: str):
+    assert int(state.t) == snap["t"], where
+    for key in STATE_KEYS + EX_KEYS:
+        np.testing.assert_array_equal(np.asarray(getattr(state, key)), snap[key], err_msg=f"{where}: {key}")
+    np.testing.assert_array_equal(np.asarray(obs.stage_mask), snap["stage_mask"], err_msg=f"{where}: mask")
+    np.testing.assert_array_equal(np.asarray(obs.idle_ok), snap["idle_ok"], err_msg=f"{where}: idle_ok")
+    np.testing.assert_array_equal(np.asarray(obs.bound), snap["bound"], err_msg=f"{where}: bound")
+    for key, name in (("next_arr", "n_arrived"), ("next_admit", "n_admitted"), ("n_finished", "n_finished")):
+        assert int(getattr(state, key)) == snap[name], f"{where}: {name}"
+    assert int(state.invalid) == snap["invalid"], where
+
+
+def run_sequence(seed: int, steps: int = 200):
+    """One random episode driven by both simulators with the same actions; returns what it covered."""
+    env, reset, step = env_and_step()
+    rng = np.random.default_rng(seed)
+    tm = random_templates(rng, N_TEMPLATES, S)
+    template, arrival = random_episode(rng, N_JOBS, N_TEMPLATES, mean_gap=float(rng.choice([300, 2000])))
+    knobs = dict(
+        moving_delay=int(rng.choice([0, 0, 250, 700])),
+        warmup_delay=int(rng.choice([0, 300])),
+        reward_scale=float(rng.choice([1.0, 100.0])),
+        max_time=int(rng.choice([2**31 - 1, 2**31 - 1, 4000])),
+    )
+    bank = make_bank(tm, template[None], arrival[None])
+    params = env.make_params(bank, **knobs)
+    ref = ref_env(tm, template, arrival, **knobs)
+    snap = ref.reset()
+    obs, state = reset(params)
+    assert_same(obs, state, snap, f"seed {seed} reset")
+    covered = {"idle": 0, "moving": 0, "invalid": 0, "truncated": 0}
+    for i in range(steps):
+        if rng.random() < 0.1:  # an invalid action now and then: nothing but the counter changes
+            a = (int(rng.integers(0, J * S)), int(rng.integers(0, K)), int(rng.integers(0, G + 1)))
+        else:
+            a = random_valid_action(snap, ref, rng)
+        snap, r_ref, term_ref, trunc_ref = ref.step(*a)
+        obs, state, r, term, trunc, info = step(state, jnp.asarray(a, jnp.int32), params)
+        where = f"seed {seed} step {i} action {a}"
+        assert_same(obs, state, snap, where)
+        np.testing.assert_allclose(float(r), r_ref, rtol=1e-5, atol=1e-5, err_msg=where)
+        assert (bool(term), bool(trunc)) == (term_ref, trunc_ref), where
+        covered["idle"] += a[2] > 0 and not bool(info["invalid"])
+        covered["moving"] += int((np.asarray(state.ex_state) == 2).any())
+        covered["invalid"] += bool(info["invalid"])
+        if term_ref or trunc_ref:
+            covered["truncated"] += trunc_ref
+            break
+    else:
+        pytest.fail(f"seed {seed}: the episode did not end in {steps} steps")
+    got = jax.tree.map(float, env.metrics(state, params))
+    for key, want in ref.metrics().items():
+        if key != "return":
+            assert got[key] == pytest.approx(want, rel=1e-5, abs=1e-5), f"seed {seed}: {key}"
+    assert float(state.ret) == pytest.approx(ref.metrics()["return"], rel=1e-4, abs=1e-4)
+    return covered
+
+
+def test_differential_random_sequences():
+    """≥ 100 random episodes, every snapshot field, reward and flag equal to the reference's."""
+    total = {"idle": 0, "moving": 0, "invalid": 0, "truncated": 0}
+    for seed in range(120):
+        for key, value in run_sequence(seed).items():
+            total[key] += value
+    # the sweep exercised what it should
+    assert total["idle"] > 100 and total["moving"] > 50 and total["invalid"] > 50 and total["truncated"] > 5
+
+
+# ---- the paper's hand cases ----------------------------------------------------------------------------
+def fig1_params(reward_scale=1.0):
+    one = np.zeros((1, 1), bool)
+    tm = DAGTemplates.from_lists(
+        [
+            dict(name="job1", adj=one, n_tasks=[1], duration=[20_000]),
+            dict(name="job2", adj=one, n_tasks=[1], duration=[4_000]),
+        ]
+    )
+    env = DAGEnv(DAGConfig(n_executors=1, max_slots=2, max_stages=1, idle_levels=10))
+    return env, env.make_params(make_bank(tm, [[0, 1]], [[0, 2_000]]), reward_scale=reward_scale)
+
+
+@pytest.mark.parametrize(
+    "actions, jcts",
+    [
+        ([(0, 0, 0), (1, 0, 0)], [20_000, 22_000]),  # no idle: avg 21 s
+        ([(0, 0, 1), (1, 0, 0), (0, 0, 0)], [26_000, 4_000]),  # a 2 s slot before job 1: avg 15 s
+    ],
+)
+@pytest.mark.parametrize("scale", [1.0, 100.0])
+def test_fig1(actions, jcts, scale):
+    env, params = fig1_params(scale)
+    obs, state = env.reset_env(jax.random.PRNGKey(0), params)
+    total = 0.0
+    for a in actions:
+        obs, state, r, term, _, _ = env.step_env(jax.random.PRNGKey(1), state, jnp.asarray(a), params)
+        total += float(r)
+    assert bool(term) and np.asarray(state.jct).tolist() == jcts
+    m = env.metrics(state, params)
+    assert float(m["avg_jct"]) == pytest.approx(sum(jcts) / 2000.0)
+    assert total == pytest.approx(-sum(jcts) / 1000.0 / scale)  # the return is −Σ JCT / scale
+    assert float(m["idle_per_delayed"]) == (2.0 if len(actions) == 3 else 0.0)
+
+
+def test_fig3_average_width():
+    """Fig. 3: Σ stage lengths 27, critical path 15, average width 1.8 (a 4-stage DAG with those lengths:
+    a(3) -> b(7) -> c(5) and a -> d(12))."""
+    adj = np.zeros((4, 4), bool)
+    adj[0, 1] = adj[1, 2] = adj[0, 3] = True
+    tm = DAGTemplates.from_lists([dict(name="fig3", adj=adj, n_tasks=[1, 7, 5, 4], duration=[3, 1, 1, 3])])
+    f = template_features(tm)
+    assert f.work[0] == 27 and f.crit[0] == 15 and f.width[0] == pytest.approx(1.8)
+    assert f.height[0].tolist() == [2, 1, 0, 0] and f.bottom[0].tolist() == [15, 12, 5, 12]
+
+
+# ---- jit / vmap --------------------------------------------------------------------------------------
+def small_bank(seed=0, episodes=8):
+    rng = np.random.default_rng(seed)
+    tm = random_templates(rng, N_TEMPLATES, S)
+    eps = [random_episode(rng, N_JOBS, N_TEMPLATES, 1000.0) for _ in range(episodes)]
+    return make_bank(tm, np.stack([e[0] for e in eps]), np.stack([e[1] for e in eps]))
+
+
+def test_vmap_equals_loop():
+    from jaxsched.policies.dag import make_heuristic
+
+    env = DAGEnv(DAGConfig(n_executors=K, max_slots=J, max_stages=S, idle_levels=G))
+    params = env.make_params(small_bank(), moving_delay=250, warmup_delay=100)
+    act = stateless(make_heuristic(env, "random"))
+    keys = jax.random.split(jax.random.PRNGKey(3), 4)
+    one = jax.jit(lambda k: run_episode(env, params, act, k))
+    batched = jax.jit(jax.vmap(lambda k: run_episode(env, params, act, k)))(keys)
+    for i, k in enumerate(keys):
+        single = one(k)
+        for key in ("avg_jct", "makespan", "n_finished", "return", "n_delayed", "events"):
+            assert float(single[key]) == pytest.approx(float(batched[key][i]), rel=1e-6), key
+    assert np.all(np.asarray(batched["n_finished"]) == N_JOBS)
+
+
+def test_reset_asks_first_decision_and_auto_reset():
+    env = DAGEnv(DAGConfig(n_executors=K, max_slots=J, max_stages=S, idle_levels=G))
+    params = env.make_params(small_bank())
+    obs, state = env.reset(jax.random.PRNGKey(0), params)
+    assert bool(obs.stage_mask.any()) and int(obs.n_idle) == K and int(state.t) == 0
+    # auto-reset: a finished episode hands back a fresh state and the final observation in info
+    from jaxsched.policies.dag import make_heuristic
+
+    fifo = make_heuristic(env, "fifo")
+    step = jax.jit(env.step)
+    done_seen = 0
+    for i in range(200):
+        obs, state, r, term, trunc, info = step(jax.random.PRNGKey(i), state, fifo(None, obs, None), params)
+        assert np.isfinite(float(r)) and float(r) <= 0.0
+        if bool(info["done"]):
+            done_seen += 1
+            assert int(state.n_finished) == 0 and int(info["episode_metrics"]["n_finished"]) == N_JOBS
+    assert done_seen >= 2
