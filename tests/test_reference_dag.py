@@ -17,6 +17,7 @@ SNAP_KEYS = {
     "done",
     "moving",
     "delayed",
+    "selected",
     "hold_until",
     "stage_mask",
     "idle_ok",
