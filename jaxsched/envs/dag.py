@@ -47,6 +47,7 @@ from jaxsched.envs.dag_params import (
 from jaxsched.workloads.dag_bank import DAGBank
 
 ARRIVAL_CHUNK = 8  # arrivals admitted per gallop step
+BISECT_STEPS = 4  # refinements of a stage's safe jump (`_next_event`)
 
 
 def _floor_mul_div(r, length, g):
@@ -82,24 +83,24 @@ class DAGEnv(Environment[DAGState, DAGParams]):
 
     # ---- template gathers ------------------------------------------------------------------------
     def _stage_arrays(self, state: DAGState, params: DAGParams):
-        """Per slot: n_tasks, duration (i32[J, S]), parents (i32[J, S]), valid stages (bool[J, S])."""
-        b = params.bank
-        tm = state.slot_tmpl
-        n_tasks, duration, parents = b.n_tasks[tm], b.duration[tm], b.parents[tm]
-        s = jnp.arange(self.config.max_stages)
-        valid = (s[None, :] < b.n_stages[tm][:, None]) & (state.slot_job >= 0)[:, None]
-        return n_tasks, duration, parents, valid
+        """Per slot: n_tasks, duration (i32[J, S]), parents (i32[J, S]), valid stages (bool[J, S]), cached in
+        the state at admission (0 / False in empty slots)."""
+        return state.n_tasks, state.duration, state.parents, state.stage_valid
 
-    def _runnable(self, state: DAGState, params: DAGParams) -> jax.Array:
-        """`bool[J, S]`: stages whose parents are finished, with tasks not yet covered, no timer running,
-        not selected in this scheduling round."""
+    def _open(self, state: DAGState, params: DAGParams) -> jax.Array:
+        """`bool[J, S]`: stages whose parents are finished, with tasks not yet covered and no timer running
+        (runnable but for the round's selections)."""
         n_tasks, _, parents, valid = self._stage_arrays(state, params)
         s = jnp.arange(self.config.max_stages, dtype=jnp.int32)
         finished = valid & (state.done >= n_tasks)
         fin_bits = jnp.sum(jnp.where(finished, jnp.left_shift(1, s)[None, :], 0), axis=1)
         parents_done = (parents & ~fin_bits[:, None]) == 0
         spare = n_tasks - state.dispatched - state.moving > 0
-        return valid & parents_done & spare & (state.hold_until <= state.t) & ~state.selected
+        return valid & parents_done & spare & (state.hold_until <= state.t)
+
+    def _runnable(self, state: DAGState, params: DAGParams) -> jax.Array:
+        """`bool[J, S]`: open stages (`_open`) not selected in this scheduling round."""
+        return self._open(state, params) & ~state.selected
 
     def _bound(self, state: DAGState) -> jax.Array:
         """`i32[J]`: executors running or moving for each slot's job."""
@@ -127,7 +128,8 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             slot_job=jnp.full((j,), -1, jnp.int32), slot_tmpl=jnp.zeros((j,), jnp.int32),
             slot_arrival=jnp.zeros((j,), jnp.int32),
             dispatched=zjs, done=zjs, moving=zjs, delayed=jnp.zeros((j, s), bool), hold_until=zjs,
-            selected=jnp.zeros((j, s), bool),
+            selected=jnp.zeros((j, s), bool), n_tasks=zjs, duration=zjs, parents=zjs,
+            stage_valid=jnp.zeros((j, s), bool),
             ex_state=jnp.zeros((k,), jnp.int32), ex_until=jnp.full((k,), INF_MS, jnp.int32),
             ex_job=jnp.full((k,), -1, jnp.int32), ex_slot=jnp.zeros((k,), jnp.int32),
             ex_stage=jnp.full((k,), -1, jnp.int32), ex_warm=jnp.zeros((k,), bool),
@@ -148,9 +150,10 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             lambda st: st.replace(invalid=st.invalid + 1),
             state,
         )
+        events_before = state.events
         state, truncated, reward = self._advance(state, params)
         terminated = state.n_finished >= state.n_jobs
-        info = {"invalid": ~valid}
+        info = {"invalid": ~valid, "events": state.events - events_before}
         return self.observe(state, params), state, reward, terminated, truncated & ~terminated, info
 
     def action_valid(self, state: DAGState, params: DAGParams, action) -> jax.Array:
@@ -269,17 +272,54 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         k_stage = jnp.maximum(state.ex_stage, 0)
         cont = run & (left[state.ex_slot, k_stage] > 0)
         c_slot = jnp.where(cont, state.ex_slot, cfg.max_slots)  # others out of range: dropped
-        n_on = jnp.zeros_like(left).at[c_slot, k_stage].add(1, mode="drop")
-        u_min = jnp.full(left.shape, INF_MS, jnp.int32).at[c_slot, k_stage].min(state.ex_until, mode="drop")
-        jump = (left // jnp.maximum(n_on, 1)) * duration  # <= left · duration = this stage's work
+        k_slot = jnp.minimum(state.ex_slot, cfg.max_slots - 1)
+
+        def per_stage(values, init=0, op="add"):  # [k] -> [J, S] over the cont executors
+            base = jnp.full(left.shape, init, jnp.int32).at[c_slot, k_stage]
+            return getattr(base, op)(values, mode="drop")
+
+        n_on = per_stage(1)
+        u_min = per_stage(state.ex_until, INF_MS, "min")
+        d = jnp.maximum(duration, 1)
+        # Rounds m of the stage's duration that surely fit: fewer than R + 1 instants fall before
+        # u_min + m·d. m = R // e is safe; R // (executors starting within the first round) is larger when
+        # others join late (a move, a warm-up) and is checked, bisecting between the two.
+        near = per_stage(state.ex_until < (u_min + d)[k_slot, k_stage])
+        lo = left // jnp.maximum(n_on, 1)
+        hi = jnp.maximum(left // jnp.maximum(near, 1), lo)
+        u_e, d_e = state.ex_until, d[k_slot, k_stage]
+
+        def fits(m):  # bool[J, S]: fewer than R + 1 instants before u_min + m·d
+            horizon = (u_min + m * d)[k_slot, k_stage]
+            count = per_stage(jnp.where(u_e < horizon, (horizon - u_e - 1) // d_e + 1, 0))
+            return count <= left
+
+        def bisect(_, lohi):
+            lo, hi = lohi
+            mid = (lo + hi + 1) // 2
+            ok = fits(mid)
+            return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid - 1)
+
+        rounds, _ = jax.lax.fori_loop(0, BISECT_STEPS, bisect, (lo, hi))
+        jump = rounds * d  # <= left · duration = this stage's work
         bound = u_min + jnp.minimum(jump, INF_MS - u_min)  # saturating add
         stage_next = jnp.min(jnp.where(n_on > 0, bound, INF_MS))
-        other = jnp.min(jnp.where((state.ex_state > 0) & ~cont, state.ex_until, INF_MS))  # idling, moves
+        # An executor on a stage with no task left idles at its `until` (a trigger). If no stage is open,
+        # that cannot lead to a decision, so only the stage's finish (its last executor) matters and the
+        # earlier idlings are applied in bulk at the next event time (`_process` takes `until <= t`).
+        ending = run & ~cont
+        e_slot = jnp.where(ending, state.ex_slot, cfg.max_slots)
+        finish = jnp.full(left.shape, -1, jnp.int32).at[e_slot, k_stage].max(state.ex_until, mode="drop")
+        each = jnp.min(jnp.where(ending, state.ex_until, INF_MS))
+        last = jnp.min(jnp.where(finish >= 0, finish, INF_MS))
+        idling = jnp.where(jnp.any(self._open(state, params)), each, last)
+        moves = jnp.min(jnp.where(state.ex_state == 2, state.ex_until, INF_MS))
         arrival = jnp.where(
             state.next_arr < state.n_jobs, b.arrival[state.ep, jnp.minimum(state.next_arr, n - 1)], INF_MS
         )
         timer = jnp.min(jnp.where(state.hold_until > state.t, state.hold_until, INF_MS))
-        return jnp.minimum(jnp.minimum(arrival, timer), jnp.minimum(stage_next, other)), cont
+        t_next = jnp.minimum(jnp.minimum(arrival, timer), jnp.minimum(stage_next, jnp.minimum(idling, moves)))
+        return t_next, cont
 
     def _fast_forward(self, state: DAGState, params: DAGParams, cont, t_next) -> DAGState:
         """Apply every completion strictly before `t_next` of the `cont` executors: each continues its stage
@@ -306,8 +346,9 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         group = k_slot * cfg.max_stages + k_stage  # executor's (slot, stage) as one index
         oob = cfg.max_slots  # out-of-range slot: scatters drop it
 
-        # 1. task completions; the first (n_tasks − dispatched) of a stage continue on it
-        comp = (state.ex_state == 1) & (state.ex_until == t)
+        # 1. task completions (those before t only on stages with no task left: see `_next_event`); the
+        # first (n_tasks − dispatched) of a stage continue on it
+        comp = (state.ex_state == 1) & (state.ex_until <= t)
         done = state.done.at[jnp.where(comp, k_slot, oob), k_stage].add(1, mode="drop")
         left = (n_tasks - state.dispatched)[k_slot, k_stage]
         cont = comp & (_rank_within(comp, group) < left)
@@ -351,6 +392,10 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             moving=moving * keep,
             delayed=state.delayed & keep,
             hold_until=state.hold_until * keep,
+            n_tasks=state.n_tasks * keep,
+            duration=state.duration * keep,
+            parents=state.parents * keep,
+            stage_valid=state.stage_valid & keep,
         )
         # 4. arrivals and admission; 6. a trigger clears every selection
         admitted_before = state.next_admit
@@ -382,11 +427,18 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         job = state.next_admit + order
         jobc = jnp.minimum(job, n - 1)
         waited = take & (b.arrival[state.ep, jobc] < state.t)
+        tmpl = jnp.where(take, b.template[state.ep, jobc], state.slot_tmpl)
+        put = take[:, None]
+        in_tmpl = jnp.arange(self.config.max_stages)[None, :] < b.n_stages[tmpl][:, None]
         return state.replace(
+            n_tasks=jnp.where(put, b.n_tasks[tmpl], state.n_tasks),
+            duration=jnp.where(put, b.duration[tmpl], state.duration),
+            parents=jnp.where(put, b.parents[tmpl], state.parents),
+            stage_valid=jnp.where(put, in_tmpl, state.stage_valid),
             next_arr=next_arr,
             next_admit=state.next_admit + admit,
             slot_job=jnp.where(take, job, state.slot_job),
-            slot_tmpl=jnp.where(take, b.template[state.ep, jobc], state.slot_tmpl),
+            slot_tmpl=tmpl,
             slot_arrival=jnp.where(take, b.arrival[state.ep, jobc], state.slot_arrival),
             n_waited=state.n_waited + waited.sum(dtype=jnp.int32),
         )

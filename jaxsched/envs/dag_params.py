@@ -118,6 +118,10 @@ class DAGState:
     delayed: jnp.ndarray  # bool[J, S] the stage had its one idle slot
     hold_until: jnp.ndarray  # i32[J, S] end of the idle timer (0: never delayed)
     selected: jnp.ndarray  # bool[J, S] chosen in this scheduling round (cleared by a trigger event)
+    n_tasks: jnp.ndarray  # i32[J, S] the slot's template, cached at admission (0 when empty)
+    duration: jnp.ndarray  # i32[J, S] task duration, ms
+    parents: jnp.ndarray  # i32[J, S] parent bitmask
+    stage_valid: jnp.ndarray  # bool[J, S] the stage exists (slot occupied, s < n_stages)
     ex_state: jnp.ndarray  # i32[k] 0 idle, 1 running, 2 moving
     ex_until: jnp.ndarray  # i32[k] end of the task or the move, INF_MS when idle
     ex_job: jnp.ndarray  # i32[k] episode job last run for / moving to, -1 none

@@ -89,7 +89,8 @@ def measure_env(
     """One record: steps/s (median), compile time, reset cost for `batch` parallel envs taking
     `action_fn(key, obs)` actions (one env's; vmapped here). Timed runs start after `warmup_steps`
     steps from reset (so envs are past their episodes' first steps). Envs whose `info["decision"]` marks
-    non-decision steps also get `decisions_per_s`, counting only the steps that used the action."""
+    non-decision steps also get `decisions_per_s`, counting only the steps that used the action; envs
+    whose `info["events"]` counts the event times a step processed also get `events_per_s`."""
     act = jax.vmap(action_fn)
     reset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
@@ -102,10 +103,13 @@ def measure_env(
             action = act(jax.random.split(k_act, batch), obs)
             obs, state, reward, _, _, info = step(jax.random.split(k_step, batch), state, action, params)
             decisions = info["decision"].sum() if "decision" in info else jnp.int32(batch)
-            return (obs, state), (reward.sum(), decisions)
+            events = info["events"].sum() if "events" in info else jnp.int32(0)
+            return (obs, state), (reward.sum(), decisions, events)
 
-        (obs, state), (rewards, decisions) = jax.lax.scan(body, (obs, state), jax.random.split(key, steps))
-        return obs, state, rewards.sum(), decisions.sum()
+        (obs, state), (rewards, decisions, events) = jax.lax.scan(
+            body, (obs, state), jax.random.split(key, steps)
+        )
+        return obs, state, rewards.sum(), decisions.sum(), events.sum()
 
     keys = jax.random.split(jax.random.key(seed), batch)
     reset_first, reset_times = _time(reset, keys, params, repeats=repeats)
@@ -114,10 +118,11 @@ def measure_env(
     jax.block_until_ready(rollout.lower(jax.random.key(seed + 1), obs, state).compile())
     compile_s = time.perf_counter() - t0
     for i in range(-(-warmup_steps // steps)):
-        obs, state, _, _ = rollout(jax.random.fold_in(jax.random.key(seed + 2), i), obs, state)
+        obs, state, *_ = rollout(jax.random.fold_in(jax.random.key(seed + 2), i), obs, state)
     _, times = _time(rollout, jax.random.key(seed + 1), obs, state, repeats=repeats)
     run = statistics.median(times)
-    decided = int(rollout(jax.random.key(seed + 1), obs, state)[3])
+    _, _, _, decided, events = rollout(jax.random.key(seed + 1), obs, state)
+    decided, events = int(decided), int(events)
     return {
         "env": env.name,
         "batch": batch,
@@ -125,6 +130,7 @@ def measure_env(
         "warmup_steps": warmup_steps,
         "steps_per_s": batch * steps / run,
         "decisions_per_s": decided / run,
+        **({"events_per_s": events / run} if events else {}),
         "runs_s": times,
         "compile_s": compile_s,
         "reset_s": statistics.median(reset_times),
