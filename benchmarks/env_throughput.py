@@ -4,6 +4,7 @@
     python benchmarks/env_throughput.py --batches 1,64,1024,4096 --json results.json
     python benchmarks/env_throughput.py --env gpu_cloud --cluster small --batches 1024 --json das.json
     python benchmarks/env_throughput.py --env gpu_locality,gpu_locality_auto,hpc --batches 1024 --json F
+    python benchmarks/env_throughput.py --env dag,hpc --batches 1024 --json F
 
 `--env gpu_locality` is SCED²'s cluster at the paper's size (`jaxsched.make("sced2")`: 15 × 8 GPUs, a
 10-job window) with `auto_forward` off: every forward is a step, as every Fwd is in the HPC env, so the two
@@ -14,6 +15,11 @@ each one's decisions/s as a ratio of the HPC env's, measured in the same run.
 A GPU-cloud step is one scheduling round (the DAS paper's decision) with its event-driven forward; with
 `--max-forward-events K` a long forward continues in non-decision steps, and `decisions_per_s` counts
 only the steps that decided. Timing starts after `--warmup` steps from reset.
+
+`--env dag` is the idle-slot DAG cluster in Decima's streaming TPC-H setting (`jaxsched.make("dag")`: 50
+executors, TPC-H-like DAGs, moving and warm-up delays on) with random valid actions (stage, limit, idle
+slot); a step runs at most `--dag-max-events` event times (default 2, the env's default), so some steps only
+continue a forward: `decisions_per_s` counts the others, `events_per_s` the event times processed.
 
 Records: {"env", "batch", "steps_per_s" (median of --repeats runs), "compile_s", "reset_s", "device", ...}.
 """
@@ -27,7 +33,7 @@ import json
 import jaxsched
 from jaxsched.experiments.throughput import default_gpu_cloud_setup, env_throughput, random_gpu_cloud_action
 
-ENVS = ("hpc", "gpu_cloud", "gpu_locality", "gpu_locality_auto")
+ENVS = ("hpc", "gpu_cloud", "gpu_locality", "gpu_locality_auto", "dag")
 
 
 def main() -> None:
@@ -44,6 +50,7 @@ def main() -> None:
     p.add_argument(
         "--warmup", type=int, default=None, help="steps before timing (default: 0 hpc, 1024 gpu_cloud)"
     )
+    p.add_argument("--dag-max-events", default="2", help="dag: event times per step (an int or None)")
     a = p.parse_args()
     batches = [int(b) for b in a.batches.split(",")]
     envs = a.env.split(",")
@@ -60,6 +67,16 @@ def main() -> None:
             warmup = 1024 if a.warmup is None else a.warmup
             act = random_gpu_cloud_action
             records += env_throughput(batches, a.steps, a.repeats, None, setup, act, warmup)
+        elif name == "dag":
+            from jaxsched.policies.dag import make_heuristic
+
+            cap = None if a.dag_max_events == "None" else int(a.dag_max_events)
+            setup = functools.partial(jaxsched.make, "dag", max_events=cap)
+            random_policy = make_heuristic(setup()[0], "random")
+            warmup = 256 if a.warmup is None else a.warmup
+            act = functools.partial(lambda policy, key, obs: policy(None, obs, key), random_policy)
+            new = env_throughput(batches, a.steps, a.repeats, None, setup, act, warmup)
+            records += [r | {"max_events": cap} for r in new]
         else:
             auto = name == "gpu_locality_auto"
             setup = functools.partial(jaxsched.make, "sced2", episodes=16, auto_forward=auto)

@@ -47,7 +47,7 @@ from jaxsched.envs.dag_params import (
 from jaxsched.workloads.dag_bank import DAGBank
 
 ARRIVAL_CHUNK = 8  # arrivals admitted per gallop step
-BISECT_STEPS = 4  # refinements of a stage's safe jump (`_next_event`)
+BISECT_STEPS = 2  # refinements of a stage's safe jump (`_next_event`)
 
 
 def _floor_mul_div(r, length, g):
@@ -56,13 +56,16 @@ def _floor_mul_div(r, length, g):
     return r * q + (r * m) // g
 
 
-def _rank_within(flags: jax.Array, group: jax.Array) -> jax.Array:
-    """`i32[k]`: for each flagged executor, how many flagged executors of the same group (`i32[k]`) have a
-    lower index (an O(k²) count; k is small)."""
+def _rank_within(flags: jax.Array, group: jax.Array, second: jax.Array) -> jax.Array:
+    """`i32[k]`: for each flagged executor, how many flagged executors of the same group (`i32[k]`) come
+    before it, in the order (`second`, index): those with `second` False first (an O(k²) count; k is
+    small)."""
     k = flags.shape[0]
-    lower = jnp.arange(k)[None, :] < jnp.arange(k)[:, None]
+    idx = jnp.arange(k)
+    key = second.astype(jnp.int32) * k + idx  # distinct, so "before" is a strict order
+    before = key[None, :] < key[:, None]
     same = group[:, None] == group[None, :]
-    return jnp.sum(lower & same & flags[None, :], axis=1, dtype=jnp.int32)
+    return jnp.sum(before & same & flags[None, :], axis=1, dtype=jnp.int32)
 
 
 class DAGEnv(Environment[DAGState, DAGParams]):
@@ -129,7 +132,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             slot_arrival=jnp.zeros((j,), jnp.int32),
             dispatched=zjs, done=zjs, moving=zjs, delayed=jnp.zeros((j, s), bool), hold_until=zjs,
             selected=jnp.zeros((j, s), bool), n_tasks=zjs, duration=zjs, parents=zjs,
-            stage_valid=jnp.zeros((j, s), bool),
+            stage_valid=jnp.zeros((j, s), bool), forwarding=jnp.bool_(False),
             ex_state=jnp.zeros((k,), jnp.int32), ex_until=jnp.full((k,), INF_MS, jnp.int32),
             ex_job=jnp.full((k,), -1, jnp.int32), ex_slot=jnp.zeros((k,), jnp.int32),
             ex_stage=jnp.full((k,), -1, jnp.int32), ex_warm=jnp.zeros((k,), bool),
@@ -143,17 +146,18 @@ class DAGEnv(Environment[DAGState, DAGParams]):
 
     def step_env(self, key, state: DAGState, action, params: DAGParams):
         action = jnp.asarray(action, jnp.int32)
-        valid = self.action_valid(state, params, action)
+        decision = ~state.forwarding  # a capped forward continues first; the action is then not used
+        valid = self.action_valid(state, params, action) & decision
         state = jax.lax.cond(
             valid,
             lambda st: self._apply(st, params, action),
-            lambda st: st.replace(invalid=st.invalid + 1),
+            lambda st: st.replace(invalid=st.invalid + decision),
             state,
         )
         events_before = state.events
         state, truncated, reward = self._advance(state, params)
         terminated = state.n_finished >= state.n_jobs
-        info = {"invalid": ~valid, "events": state.events - events_before}
+        info = {"invalid": decision & ~valid, "events": state.events - events_before, "decision": decision}
         return self.observe(state, params), state, reward, terminated, truncated & ~terminated, info
 
     def action_valid(self, state: DAGState, params: DAGParams, action) -> jax.Array:
@@ -235,12 +239,17 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         the result equals processing them one by one (docs/dag.md), in O(k + J·S) instead of one
         iteration per task."""
 
-        def pending(carry):
-            st, trunc, _ = carry
+        cap = self.config.max_events
+
+        def waiting(st, trunc):
             return ~trunc & (st.n_finished < st.n_jobs) & ~self._decision_needed(st, params)
 
+        def pending(carry):
+            st, trunc, _, i = carry
+            return waiting(st, trunc) & (True if cap is None else i < cap)
+
         def one_event_time(carry):
-            st, _, reward = carry
+            st, _, reward, i = carry
             t_next, cont = self._next_event(st, params)
             trunc = t_next >= params.max_time
             t_new = jnp.minimum(t_next, params.max_time)
@@ -250,11 +259,11 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             st = self._fast_forward(st, params, cont, t_new)
             st = st.replace(t=t_new, events=st.events + 1)
             st = jax.lax.cond(trunc, lambda x: x, lambda x: self._process(x, params), st)
-            return st, trunc, reward
+            return st, trunc, reward, i + 1
 
-        init = (state, jnp.bool_(False), jnp.float32(0.0))
-        state, trunc, reward = jax.lax.while_loop(pending, one_event_time, init)
-        return state.replace(ret=state.ret + reward), trunc, reward
+        init = (state, jnp.bool_(False), jnp.float32(0.0), jnp.int32(0))
+        state, trunc, reward, _ = jax.lax.while_loop(pending, one_event_time, init)
+        return state.replace(ret=state.ret + reward, forwarding=waiting(state, trunc)), trunc, reward
 
     def _next_event(self, state: DAGState, params: DAGParams):
         """`(t_next, cont)`: the next event time that can matter, and `bool[k]` the running executors whose
@@ -346,26 +355,21 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         group = k_slot * cfg.max_stages + k_stage  # executor's (slot, stage) as one index
         oob = cfg.max_slots  # out-of-range slot: scatters drop it
 
-        # 1. task completions (those before t only on stages with no task left: see `_next_event`); the
-        # first (n_tasks − dispatched) of a stage continue on it
+        # 1. task completions (those before t only on stages with no task left: see `_next_event`) and
+        # 2. move arrivals (to a job still in the system). A stage's n_tasks − dispatched tasks go to its
+        # completing executors (they continue), then to its arriving ones (they start, fresh), each by index.
         comp = (state.ex_state == 1) & (state.ex_until <= t)
-        done = state.done.at[jnp.where(comp, k_slot, oob), k_stage].add(1, mode="drop")
-        left = (n_tasks - state.dispatched)[k_slot, k_stage]
-        cont = comp & (_rank_within(comp, group) < left)
-        dispatched = state.dispatched.at[jnp.where(cont, k_slot, oob), k_stage].add(1, mode="drop")
-        ex_state = jnp.where(comp & ~cont, 0, state.ex_state)
-        ex_until = jnp.where(cont, t + duration[k_slot, k_stage], jnp.where(comp, INF_MS, state.ex_until))
-
-        # 2. move arrivals: to a job still in the system they start a task (fresh) while tasks remain
         arr = (state.ex_state == 2) & (state.ex_until == t)
         alive = arr & (state.slot_job[k_slot] == state.ex_job)
+        done = state.done.at[jnp.where(comp, k_slot, oob), k_stage].add(1, mode="drop")
         moving = state.moving.at[jnp.where(alive, k_slot, oob), k_stage].add(-1, mode="drop")
-        left = (n_tasks - dispatched)[k_slot, k_stage]
-        start = alive & (_rank_within(alive, group) < left)
-        dispatched = dispatched.at[jnp.where(start, k_slot, oob), k_stage].add(1, mode="drop")
-        ex_state = jnp.where(start, 1, jnp.where(arr, 0, ex_state))
-        start_end = t + duration[k_slot, k_stage] + params.warmup_delay
-        ex_until = jnp.where(start, start_end, jnp.where(arr, INF_MS, ex_until))
+        left = (n_tasks - state.dispatched)[k_slot, k_stage]
+        gets = (comp | alive) & (_rank_within(comp | alive, group, alive) < left)
+        cont, start = gets & comp, gets & alive
+        dispatched = state.dispatched.at[jnp.where(gets, k_slot, oob), k_stage].add(1, mode="drop")
+        ex_state = jnp.where(start, 1, jnp.where(arr | comp & ~cont, 0, state.ex_state))
+        task_end = t + duration[k_slot, k_stage] + jnp.where(start, params.warmup_delay, 0)
+        ex_until = jnp.where(gets, task_end, jnp.where(arr | comp, INF_MS, state.ex_until))
         went_idle = (comp & ~cont) | (arr & ~start)
         stage_done = valid & (done >= n_tasks)
         newly_done = stage_done & (state.done < n_tasks)

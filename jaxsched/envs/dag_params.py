@@ -32,15 +32,21 @@ N_GLOB = 3
 @dataclass(frozen=True)
 class DAGConfig:
     """Static shapes: `n_executors` k (Decima's TPC-H runs: 50), `max_slots` J (jobs visible at once; more
-    wait, invisible, in arrival order), `max_stages` S (the bank's padded width), `idle_levels` g."""
+    wait, invisible, in arrival order), `max_stages` S (the bank's padded width), `idle_levels` g.
+    `max_events` caps the event times one step processes (None: run to the next decision): under `vmap`
+    every env waits for the slowest, so a cap bounds a step's cost; a step that stops early returns
+    `info["decision"] = False` on the next call, which only continues the forward (its action unused)."""
 
     n_executors: int = 10
     max_slots: int = 16
     max_stages: int = 8
     idle_levels: int = 10
+    max_events: int | None = None
 
     def __post_init__(self):
         at_least(self, "dag", ("n_executors", "max_slots", "max_stages", "idle_levels"))
+        if self.max_events is not None and self.max_events < 1:
+            raise ValueError(f"dag.max_events must be >= 1 or None, got {self.max_events}")
         if self.max_stages > MAX_STAGES:
             raise ValueError(
                 f"dag.max_stages must be <= {MAX_STAGES} (parent bitmasks), got {self.max_stages}"
@@ -122,6 +128,7 @@ class DAGState:
     duration: jnp.ndarray  # i32[J, S] task duration, ms
     parents: jnp.ndarray  # i32[J, S] parent bitmask
     stage_valid: jnp.ndarray  # bool[J, S] the stage exists (slot occupied, s < n_stages)
+    forwarding: jnp.ndarray  # bool the last step stopped at `max_events` before a decision was due
     ex_state: jnp.ndarray  # i32[k] 0 idle, 1 running, 2 moving
     ex_until: jnp.ndarray  # i32[k] end of the task or the move, INF_MS when idle
     ex_job: jnp.ndarray  # i32[k] episode job last run for / moving to, -1 none

@@ -100,6 +100,38 @@ def gpu_locality_setup(
     return env, env.make_params(bank, starts=starts, ends=ends)
 
 
+def dag_setup(
+    workload: str = "tpch_like",
+    n_executors: int = 50,
+    max_slots: int = 16,
+    max_stages: int = 18,
+    idle_levels: int = 10,
+    max_events: int | None = 2,
+    episodes: int = 32,
+    episode_jobs: int = 200,
+    load: float = 0.8,
+    moving_delay: int = 2000,
+    warmup_delay: int = 1000,
+    seed: int = 0,
+):
+    """The idle-slot DAG cluster: `workload` "tpch_like" (Decima's streaming TPC-H setting on the
+    TPC-H-like generator: one job at 0, then Poisson arrivals, 25 s apart on average; `load` unused) or
+    "synthetic" (the paper's long / short jobs, Poisson at `load`), `episodes` of `episode_jobs` jobs.
+    `moving_delay` / `warmup_delay` (ms) are Decima's; the synthetic presets set them to 0."""
+    from jaxsched.envs.dag import DAGEnv
+    from jaxsched.envs.dag_params import DAGConfig
+    from jaxsched.workloads.dag_gen import synthetic_bank, tpch_like_bank
+
+    if workload == "tpch_like":
+        bank = tpch_like_bank(episodes, episode_jobs, seed=seed, max_stages=max_stages)
+    elif workload == "synthetic":
+        bank = synthetic_bank(episodes, episode_jobs, seed=seed, n_executors=n_executors, load=load)
+    else:
+        raise ValueError(f"dag workload must be 'tpch_like' or 'synthetic', got {workload!r}")
+    env = DAGEnv(DAGConfig(n_executors, max_slots, max_stages, idle_levels, max_events))
+    return env, env.make_params(bank, moving_delay=moving_delay, warmup_delay=warmup_delay)
+
+
 @dataclass(frozen=True)
 class EnvSpec:
     """A registered environment: `build(**overrides) -> (env, params)`."""
@@ -122,6 +154,7 @@ class EnvSpec:
 DBF = "Deep Back-Filling (HPCC'22)"
 DAS = "DAS (KDD'23)"
 SCED2 = "SCED² (Luan et al.)"
+IDLE_DAG = "Idle-slot DAG scheduling (Duan & Wu)"
 _SPECS = [
     EnvSpec("dbf", DBF, "HPC: 256 cores, 9 + 1 split window, 1,000-job Lublin episodes", hpc_setup),
     EnvSpec(
@@ -156,6 +189,23 @@ _SPECS = [
         "the CI size: 4 × 8 GPUs (arrivals 3.75× sparser: the same load per GPU), 8 episodes of 100 jobs",
         gpu_locality_setup,
         {"n_servers": 4, "arrival_scale": 3.75, "episode_jobs": 100, "episodes": 8},
+    ),  # fmt: skip
+    EnvSpec("dag", IDLE_DAG, "DAG cluster: 50 executors, Decima's streaming TPC-H setting on TPC-H-like DAGs",
+            dag_setup),  # fmt: skip
+    EnvSpec(
+        "dag-synthetic",
+        IDLE_DAG,
+        "DAG cluster: 10 executors, the paper's synthetic long (50 s) / short (10 s) jobs at load 0.8",
+        dag_setup,
+        {"workload": "synthetic", "n_executors": 10, "max_stages": 5, "moving_delay": 0, "warmup_delay": 0},
+    ),  # fmt: skip
+    EnvSpec(
+        "dag-quick",
+        IDLE_DAG,
+        "the CI size: 10 executors, 8 episodes of 40 synthetic jobs",
+        dag_setup,
+        {"workload": "synthetic", "n_executors": 10, "max_slots": 8, "max_stages": 5, "episodes": 8,
+         "episode_jobs": 40, "moving_delay": 0, "warmup_delay": 0},
     ),  # fmt: skip
 ]
 SPECS = {s.name: s for s in _SPECS}
