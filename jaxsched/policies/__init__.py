@@ -4,7 +4,8 @@ One factory for every env: `make_heuristic(env, name, **opts)`; `heuristic_names
 The HPC env's are the priority scores of `scores.SCORES` (`name` or `name_easy` for EASY back-filling,
 or `backfill=True`) and `random` (uniform over valid slots); the GPU cloud's are the DAS paper's five
 (`gpu_cloud.HEURISTICS`) and `random`; the GPU-locality env's are SCED²'s six baselines
-(`gpu_locality.HEURISTICS`) and `random`.
+(`gpu_locality.HEURISTICS`) and `random`; the DAG cluster's are FIFO, SJF, critical path and Decima's
+dynamic partition (`dag.HEURISTICS`) and `random`.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from __future__ import annotations
 
 def heuristic_names(env) -> tuple[str, ...]:
     """The names `make_heuristic(env, name)` accepts."""
+    from jaxsched.envs.dag import DAGEnv
     from jaxsched.envs.gpu_cloud import GPUCloudEnv
     from jaxsched.envs.gpu_locality import GPULocalityEnv
     from jaxsched.envs.hpc import HPCEnv
-    from jaxsched.policies import gpu_cloud, gpu_locality
+    from jaxsched.policies import dag, gpu_cloud, gpu_locality
     from jaxsched.policies.scores import SCORES
 
     if isinstance(env, HPCEnv):
@@ -24,6 +26,8 @@ def heuristic_names(env) -> tuple[str, ...]:
         return (*gpu_cloud.HEURISTICS, "random")
     if isinstance(env, GPULocalityEnv):
         return (*gpu_locality.HEURISTICS, "random")
+    if isinstance(env, DAGEnv):
+        return (*dag.HEURISTICS, "random")
     raise ValueError(f"no heuristics for {type(env).__name__}")
 
 
@@ -45,12 +49,15 @@ def make_heuristic(env, name: str, **opts):
         if name == "random":
             return random_valid_policy(env)
         return make_priority_policy(env, name.removesuffix("_easy"), backfill)
+    from jaxsched.envs.dag import DAGEnv
     from jaxsched.envs.gpu_locality import GPULocalityEnv
-    from jaxsched.policies import gpu_cloud, gpu_locality
+    from jaxsched.policies import dag, gpu_cloud, gpu_locality
 
     _no_options(opts, name)
     if isinstance(env, GPULocalityEnv):
         return gpu_locality.make_heuristic(env, name)
+    if isinstance(env, DAGEnv):
+        return dag.make_heuristic(env, name)
     return gpu_cloud.make_heuristic(name)
 
 
