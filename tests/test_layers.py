@@ -13,7 +13,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "jaxsched"
 RANK = {"core": 0, "workloads": 1, "envs": 2, "policies": 3, "nn": 3, "agents": 4, "experiments": 5,
         "systems": 6, "cli": 7}  # fmt: skip
-ALGORITHMS = ("agents/pg.py", "agents/ppo.py", "agents/mappo.py", "agents/imitation.py", "agents/dqn.py")
+ALGORITHMS = ("agents/pg.py", "agents/ppo.py", "agents/mappo.py", "agents/imitation.py", "agents/dqn.py",
+              "agents/reinforce.py")  # fmt: skip
 # What an algorithm may import from the package: the env contract and its helpers, the other algorithm
 # modules, and the generic MLPs (the default networks).
 ALGORITHM_MAY_IMPORT = ("jaxsched.core", "jaxsched.agents.pg", "jaxsched.agents.ppo", "jaxsched.agents.mappo",

@@ -1,0 +1,153 @@
+"""The idle-slot DAG agent's policy network (Duan & Wu, Fig. 3): Decima's graph network plus the paper's
+job features, with three heads.
+
+Inputs per stage: the env's `stage_x` and its job's `job_x` (Decima's kind of inputs: remaining tasks and
+work, task duration, executors, flags) and, by `features`:
+  * "add" (the paper's agent): the job's critical path and average width (`job_feat`) appended;
+  * "none" (the ablation "w/o selected features"): left out;
+  * "replace" (Fig. 4's "replacing features"): they take the place of two of Decima's inputs (the job's
+    waiting time and remaining work), so the input count is unchanged.
+`DAGEncoder` (nn/gnn.py) embeds stages, jobs and the whole cluster. The heads (Decima's structure):
+  * stage: a score per stage from [inputs, stage, job, global embeddings]; softmax over runnable stages;
+  * limit: a score per (job, p) from [job, global embeddings, p / k]; softmax over p > the job's executors,
+    read at the chosen stage's job;
+  * idle slot: a score per r from [stage, job, global embeddings, r / g] at the chosen stage; softmax over
+    r = 0..g where the env allows r > 0 (`idle_ok`), else r = 0 only. `idle=False` (the ablation "w/o
+    idle time") masks r > 0 everywhere.
+The action is sampled head by head (stage, then limit and r given it); its log-probability is the sum of
+the three, the entropy the stage head's plus the other two heads' at the chosen stage.
+
+`IdleDAGNetwork` is what the policy-gradient learner takes by injection: `init(key, obs)`,
+`act(params, obs, key) -> (action i32[3], log_prob, entropy)` and `evaluate(params, obs, action) ->
+(log_prob, entropy)`, on one observation (the learner `vmap`s).
+"""
+
+from __future__ import annotations
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from jaxsched.envs.dag_params import DAGConfig, DAGObs
+from jaxsched.nn.gnn import MLP, DAGEncoder
+
+FEATURES = ("add", "none", "replace")
+NEG = -1e9  # masked logit (finite: entropies stay NaN-free)
+REPLACED_JOB_INPUTS = (1, 2)  # job_x columns the paper's features replace: log wait, log remaining work
+
+
+def node_inputs(obs: DAGObs, features: str) -> jax.Array:
+    """`f32[J, S, F]`: each stage's inputs with its job's, by the `features` choice (module docstring)."""
+    job_x = obs.job_x
+    if features == "replace":
+        job_x = job_x.at[..., list(REPLACED_JOB_INPUTS)].set(obs.job_feat)
+    per_job = job_x if features != "add" else jnp.concatenate([job_x, obs.job_feat], -1)
+    s = obs.stage_x.shape[-2]
+    return jnp.concatenate([obs.stage_x, jnp.repeat(per_job[..., None, :], s, axis=-2)], -1)
+
+
+class IdleDAGPolicy(nn.Module):
+    """`obs -> (stage logits f32[J·S], limit logits f32[J, k], idle-head inputs f32[J·S, 3H])`, and
+    `idle_scores(f32[g + 1, 3H + 1]) -> f32[g + 1]`; see the module docstring."""
+
+    config: DAGConfig
+    hidden: int = 16
+    levels: int = 4
+    features: str = "add"
+
+    def setup(self):
+        h = self.hidden
+        self.encoder = DAGEncoder(h, self.levels)
+        self.stage_head = MLP((2 * h, h, 1))
+        self.limit_head = MLP((2 * h, h, 1))
+        self.idle_head = MLP((2 * h, h, 1))
+
+    def __call__(self, obs: DAGObs):
+        cfg = self.config
+        j, s, k = cfg.max_slots, cfg.max_stages, cfg.n_executors
+        x = node_inputs(obs, self.features)
+        emb, job, glob = self.encoder(x, obs.parents, obs.height, obs.stage_valid, obs.job_valid)
+        job_s = jnp.repeat(job[:, None, :], s, axis=1)
+        glob_s = jnp.broadcast_to(glob, (j, s, glob.shape[-1]))
+        stage_logits = self.stage_head(jnp.concatenate([x, emb, job_s, glob_s], -1))[..., 0].reshape(-1)
+        limits = jnp.broadcast_to((jnp.arange(1, k + 1, dtype=jnp.float32) / k)[None, :, None], (j, k, 1))
+        limit_in = jnp.concatenate(
+            [jnp.broadcast_to(job[:, None, :], (j, k, job.shape[-1])),
+             jnp.broadcast_to(glob, (j, k, glob.shape[-1])), limits], -1,
+        )  # fmt: skip
+        limit_logits = self.limit_head(limit_in)[..., 0]
+        idle_in = jnp.concatenate([emb, job_s, glob_s], -1).reshape(j * s, -1)
+        if self.is_initializing():  # create the idle head's parameters
+            self.idle_scores(idle_scores_input(idle_in[0], cfg.idle_levels))
+        return stage_logits, limit_logits, idle_in
+
+    def idle_scores(self, feats):
+        return self.idle_head(feats)[..., 0]
+
+
+def idle_scores_input(stage_in, idle_levels: int):
+    """`f32[g + 1, H' + 1]`: one stage's idle-head inputs beside r / g for r = 0..g."""
+    rs = (jnp.arange(idle_levels + 1, dtype=jnp.float32) / idle_levels)[:, None]
+    return jnp.concatenate([jnp.repeat(stage_in[None, :], rs.shape[0], 0), rs], -1)
+
+
+def _masked(logits, mask):
+    return jnp.where(mask, logits, NEG)
+
+
+def _entropy(logits):
+    logp = jax.nn.log_softmax(logits)
+    return -jnp.sum(jnp.exp(logp) * logp)
+
+
+class IdleDAGNetwork:
+    """The injected policy (module docstring) for a `DAGEnv` of `config`."""
+
+    def __init__(self, config: DAGConfig, hidden: int = 16, levels: int | None = None, features: str = "add",
+                 idle: bool = True):  # fmt: skip
+        if features not in FEATURES:
+            raise ValueError(f"features must be one of {', '.join(FEATURES)}, got {features!r}")
+        self.config, self.idle = config, idle
+        levels = config.max_stages - 1 if levels is None else levels
+        self.module = IdleDAGPolicy(config, hidden, max(levels, 1), features)
+
+    def init(self, key, obs: DAGObs):
+        return self.module.init(key, obs)
+
+    def _heads(self, params, obs: DAGObs, a_stage):
+        """Masked logits of the three heads at the stage `a_stage`."""
+        cfg = self.config
+        stage_logits, limit_logits, idle_in = self.module.apply(params, obs)
+        stage_logits = _masked(stage_logits, obs.stage_mask)
+        j = a_stage // cfg.max_stages
+        limit_ok = jnp.arange(1, cfg.n_executors + 1) >= obs.limit_min[j]
+        limit = _masked(limit_logits[j], limit_ok)
+        feats = idle_scores_input(idle_in[a_stage], cfg.idle_levels)
+        idle_logits = self.module.apply(params, feats, method=IdleDAGPolicy.idle_scores)
+        r_ok = (jnp.arange(cfg.idle_levels + 1) == 0) | (obs.idle_ok[a_stage] & self.idle)
+        return stage_logits, limit, _masked(idle_logits, r_ok)
+
+    def act(self, params, obs: DAGObs, key):
+        """Sample `(a_stage, a_limit, r)`; with its log-probability and the heads' entropy."""
+        k_stage, k_limit, k_idle = jax.random.split(key, 3)
+        stage_logits, _, _ = self.module.apply(params, obs)
+        a_stage = jax.random.categorical(k_stage, _masked(stage_logits, obs.stage_mask))
+        stage, limit, idle = self._heads(params, obs, a_stage)
+        a_limit = jax.random.categorical(k_limit, limit)
+        r = jax.random.categorical(k_idle, idle)
+        action = jnp.stack([a_stage, a_limit, r]).astype(jnp.int32)
+        return action, *self._score(stage, limit, idle, action)
+
+    def evaluate(self, params, obs: DAGObs, action):
+        """`(log_prob, entropy)` of a taken action."""
+        stage, limit, idle = self._heads(params, obs, action[0])
+        return self._score(stage, limit, idle, action)
+
+    @staticmethod
+    def _score(stage, limit, idle, action):
+        logp = (
+            jax.nn.log_softmax(stage)[action[0]]
+            + jax.nn.log_softmax(limit)[action[1]]
+            + jax.nn.log_softmax(idle)[action[2]]
+        )
+        return logp, _entropy(stage) + _entropy(limit) + _entropy(idle)
