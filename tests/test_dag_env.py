@@ -288,3 +288,63 @@ def test_dynamic_partition_when_every_job_is_at_its_cap():
         actions.append(tuple(int(x) for x in a))
         obs, state, *_ = env.step_env(jax.random.PRNGKey(0), state, a, params)
     assert actions == [(0, 1, 0), (2, 1, 0), (0, 2, 0)]
+
+
+# ---- invariants over generated workloads (hypothesis) -----------------------------------------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    moving=st.sampled_from([0, 200]),
+    warmup=st.sampled_from([0, 150]),
+    gap=st.sampled_from([0.0, 400.0, 3000.0]),
+)
+def test_invariants_under_random_valid_actions(seed, moving, warmup, gap):
+    """At every step: an executor runs a stage whose parents are all finished; a stage's running executors
+    are exactly its started-but-unfinished tasks (no double booking, no lost task); no stage is delayed twice;
+    time never goes back; every job finishes exactly once."""
+    from jaxsched.policies.dag import make_heuristic
+
+    env, reset, step = env_and_step()
+    rng = np.random.default_rng(seed)
+    tm = random_templates(rng, N_TEMPLATES, S)
+    template, arrival = random_episode(rng, N_JOBS, N_TEMPLATES, gap + 1.0)
+    params = env.make_params(
+        make_bank(tm, template[None], arrival[None]), moving_delay=moving, warmup_delay=warmup
+    )
+    policy = jax.jit(make_heuristic(env, "random"))
+    obs, state = reset(params)
+    delayed, t_prev, finished_at = set(), 0, {}
+    for i in range(600):
+        a = policy(None, obs, jax.random.PRNGKey(seed % 1000 + i))
+        slot_job = np.asarray(state.slot_job)
+        obs, state, _, term, _, info = step(state, a, params)
+        a = np.asarray(a)
+        if a[2] > 0 and not bool(info["invalid"]):
+            key = (int(slot_job[a[0] // S]), int(a[0] % S))
+            assert key not in delayed, f"stage {key} delayed twice"
+            delayed.add(key)
+        t = int(state.t)
+        assert t >= t_prev
+        t_prev = t
+        ex_state, ex_slot, ex_stage = (np.asarray(x) for x in (state.ex_state, state.ex_slot, state.ex_stage))
+        n_tasks, done, disp = (np.asarray(x) for x in (state.n_tasks, state.done, state.dispatched))
+        parents = np.asarray(state.parents)
+        running = np.zeros((J, S), int)
+        for e in np.flatnonzero(ex_state == 1):
+            j, s = ex_slot[e], ex_stage[e]
+            running[j, s] += 1
+            for p in range(S):
+                if (parents[j, s] >> p) & 1:
+                    assert done[j, p] == n_tasks[j, p], f"stage {s} runs before its parent {p} finished"
+        np.testing.assert_array_equal(running, disp - done)
+        assert (disp <= n_tasks).all()
+        for job, jct in enumerate(np.asarray(state.jct)):
+            if jct >= 0:
+                assert finished_at.setdefault(job, jct) == jct  # finishes once, its JCT never changes
+        if bool(term):
+            break
+    assert bool(term) and sorted(finished_at) == list(range(N_JOBS))
