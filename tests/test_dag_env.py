@@ -348,3 +348,22 @@ def test_invariants_under_random_valid_actions(seed, moving, warmup, gap):
         if bool(term):
             break
     assert bool(term) and sorted(finished_at) == list(range(N_JOBS))
+
+
+def test_trace_accounts_for_every_task():
+    """`envs.dag_trace`: the executors' runs never overlap and add up to the episode's work exactly (no
+    warm-up or moves), under FIFO and under random choices with idle slots; the slots are the policy's."""
+    from jaxsched.envs.dag_trace import trace_episode
+    from jaxsched.policies.dag import make_heuristic
+
+    env = DAGEnv(DAGConfig(n_executors=K, max_slots=J, max_stages=S, idle_levels=G))
+    params = env.make_params(small_bank(seed=4, episodes=1))
+    work = float(np.asarray(params.bank.work)[np.asarray(params.bank.template[0])].sum())
+    for name in ("fifo", "random"):
+        runs, holds, m = trace_episode(env, params, make_heuristic(env, name), None, jax.random.PRNGKey(2))
+        assert m["n_finished"] == N_JOBS
+        assert sum(r.end_s - r.start_s for r in runs) == pytest.approx(work, abs=1e-3)
+        for e in range(K):
+            mine = [r for r in runs if r.executor == e]
+            assert all(a.end_s <= b.start_s for a, b in zip(mine, mine[1:], strict=False))
+        assert len(holds) == m["n_delayed"] and (name == "random") == (len(holds) > 0)

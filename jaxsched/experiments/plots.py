@@ -1,5 +1,6 @@
 """Figures (matplotlib, Agg backend): learning curves (DBF's Fig. 3), the window head/tail split sweep (DBF's
-Fig. 5), and grouped bars and lines with spreads for any system's paper figures."""
+Fig. 5), grouped bars and lines with spreads and empirical CDFs for any system's paper figures, and two
+drawing helpers on a given axis (a layered DAG, a Gantt chart)."""
 
 from __future__ import annotations
 
@@ -196,3 +197,59 @@ def plot_lines(
     fig.savefig(out_png, dpi=120)
     plt.close(fig)
     return Path(out_png)
+
+
+def plot_cdfs(samples: Mapping[str, np.ndarray], out_png, xlabel: str, title: str = "") -> Path:
+    """Empirical CDFs of `samples[name]` (1-D arrays), one line each (e.g. JCTs per scheduler)."""
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for name, values in samples.items():
+        v = np.sort(np.asarray(values, np.float64))
+        ax.step(v, np.arange(1, v.size + 1) / max(v.size, 1), where="post", label=name, lw=1.2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("fraction")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(textwrap.fill(title, 90), fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=120)
+    plt.close(fig)
+    return Path(out_png)
+
+
+def draw_dag(ax, parents, labels, height) -> None:
+    """A DAG on `ax`, layered by `height` (sinks at the bottom): `parents[v]` the parent bitmask of node v,
+    `labels[v]` its text. Edges point from parent to child."""
+    n = len(labels)
+    levels: dict[int, list[int]] = {}
+    for v in range(n):
+        levels.setdefault(int(height[v]), []).append(v)
+    pos = {}
+    for h, nodes in levels.items():
+        for i, v in enumerate(nodes):
+            pos[v] = ((i + 1) / (len(nodes) + 1), h)
+    for c in range(n):
+        for p in range(n):
+            if (int(parents[c]) >> p) & 1:
+                arrow = dict(arrowstyle="->", color="0.5", shrinkA=12, shrinkB=12)
+                ax.annotate("", xy=pos[c], xytext=pos[p], arrowprops=arrow)
+    for v, (x, y) in pos.items():
+        ax.text(x, y, labels[v], ha="center", va="center", fontsize=7,
+                bbox=dict(boxstyle="round", fc="lightsteelblue", ec="0.3"))  # fmt: skip
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.6, max(levels) + 0.6 if levels else 0.6)
+    ax.axis("off")
+
+
+def draw_gantt(ax, rows: int, bars, holds=(), xlabel: str = "time (s)") -> None:
+    """A Gantt chart on `ax`: `bars` of `(row, start, end, colour_key)` (one colour per key, e.g. per job),
+    and hatched `holds` of `(start, end, colour_key)` drawn above the rows (e.g. idle slots of a job)."""
+    cmap = plt.get_cmap("tab20")
+    keys = sorted({b[3] for b in bars} | {h[2] for h in holds})
+    colour = {k: cmap(i % 20) for i, k in enumerate(keys)}
+    for row, start, end, key in bars:
+        ax.barh(row, end - start, left=start, height=0.8, color=colour[key], edgecolor="0.2", lw=0.3)
+    for i, (start, end, key) in enumerate(holds):
+        ax.barh(rows + 0.6 + 0.5 * (i % 2), end - start, left=start, height=0.4, color=colour[key],
+                hatch="//", alpha=0.6, edgecolor="0.2", lw=0.3)  # fmt: skip
+    ax.set_yticks(range(rows), [f"executor {r}" for r in range(rows)], fontsize=7)
+    ax.set_xlabel(xlabel)
