@@ -367,3 +367,37 @@ def test_trace_accounts_for_every_task():
             mine = [r for r in runs if r.executor == e]
             assert all(a.end_s <= b.start_s for a, b in zip(mine, mine[1:], strict=False))
         assert len(holds) == m["n_delayed"] and (name == "random") == (len(holds) > 0)
+
+
+@pytest.mark.parametrize("cap", [1, 2])
+def test_max_events_only_splits_steps(cap):
+    """A capped env takes the same decisions at the same times and ends with the same JCTs and return as
+    the uncapped one; its extra steps are marked `decision = False` and ignore their action."""
+    import dataclasses
+
+    from jaxsched.policies.dag import make_heuristic
+
+    base = DAGEnv(DAGConfig(n_executors=K, max_slots=J, max_stages=S, idle_levels=G))
+    capped = DAGEnv(dataclasses.replace(base.config, max_events=cap))
+    params = base.make_params(small_bank(seed=9, episodes=1), moving_delay=250, warmup_delay=100)
+    runs = {}
+    for name, env in (("base", base), ("capped", capped)):
+        policy = make_heuristic(env, "dynamic")
+        step = jax.jit(env.step_env)
+        obs, state = env.reset_env(jax.random.PRNGKey(0), params)
+        decisions, total, extra = [], 0.0, 0
+        for _ in range(2000):
+            a = policy(None, obs, None)
+            obs2, state, r, term, trunc, info = step(jax.random.PRNGKey(0), state, a, params)
+            total += float(r)
+            if bool(info["decision"]):
+                decisions.append((int(obs.t), tuple(int(x) for x in a)))
+            else:
+                extra += 1
+            obs = obs2
+            if bool(term):
+                break
+        runs[name] = (decisions, total, np.asarray(state.jct).tolist(), extra)
+    assert runs["capped"][0] == runs["base"][0] and runs["capped"][2] == runs["base"][2]
+    assert runs["capped"][1] == pytest.approx(runs["base"][1], rel=1e-5)
+    assert runs["base"][3] == 0 and runs["capped"][3] > 0

@@ -8,6 +8,8 @@ median of `repeats` timed runs after one warm-up (compile) run.
 from __future__ import annotations
 
 import json
+import os
+import platform
 import statistics
 import time
 
@@ -55,11 +57,25 @@ def random_gpu_cloud_action(key, obs):
     return random_policy(None, obs, key)
 
 
+def cpu_model() -> str:
+    """The host CPU's model name (`/proc/cpuinfo`), else what `platform` knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def _platform() -> dict:
     """Where a record was measured."""
     return {
         "device": str(jax.devices()[0].device_kind),
         "platform": jax.default_backend(),
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
         "jax": jax.__version__,
     }
 
