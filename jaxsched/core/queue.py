@@ -83,3 +83,26 @@ def compact(queue, length: jax.Array, keep: jax.Array, fill):
         return out.at[dest].set(q)[:capacity]
 
     return jax.tree.map(one, queue, fill), new_length
+
+
+ARRIVAL_CHUNK = 8  # arrivals admitted per gallop step of `first_after`
+
+
+def first_after(submit: jax.Array, lo: jax.Array, hi: jax.Array, t: jax.Array) -> jax.Array:
+    """The first index in `[lo, hi)` whose submit is > t (`hi` if none). `submit` is sorted inside an
+    episode: gallop over it `ARRIVAL_CHUNK` jobs at a time (one chunk almost always: simultaneous arrivals
+    are few)."""
+    n = submit.shape[0]
+    offsets = jnp.arange(ARRIVAL_CHUNK)
+
+    def more(carry):
+        return carry[1]
+
+    def chunk(carry):
+        i, _ = carry
+        idx = i + offsets
+        due = (idx < hi) & (submit[jnp.minimum(idx, n - 1)] <= t)
+        count = due.sum(dtype=i.dtype)  # due jobs are a prefix of the chunk (sorted submits)
+        return i + count, count == ARRIVAL_CHUNK
+
+    return jax.lax.while_loop(more, chunk, (lo, jnp.bool_(True)))[0]

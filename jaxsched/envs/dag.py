@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxsched.core.env import Environment
+from jaxsched.core.queue import first_after
 from jaxsched.core.spaces import MultiDiscrete
 from jaxsched.envs.dag_params import (
     INF_MS,
@@ -46,7 +47,6 @@ from jaxsched.envs.dag_params import (
 )
 from jaxsched.workloads.dag_bank import DAGBank
 
-ARRIVAL_CHUNK = 8  # arrivals admitted per gallop step
 BISECT_STEPS = 2  # refinements of a stage's safe jump (`_next_event`)
 
 
@@ -411,19 +411,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         """Jobs due by `state.t` arrive; waiting jobs take free slots in arrival order, lowest slot first."""
         b = params.bank
         n = b.arrival.shape[1]
-        offsets = jnp.arange(ARRIVAL_CHUNK)
-
-        def more(carry):
-            return carry[1]
-
-        def chunk(carry):
-            i, _ = carry
-            idx = i + offsets
-            due = (idx < state.n_jobs) & (b.arrival[state.ep, jnp.minimum(idx, n - 1)] <= state.t)
-            count = due.sum(dtype=jnp.int32)  # due jobs are a prefix of the chunk (sorted arrivals)
-            return i + count, count == ARRIVAL_CHUNK
-
-        next_arr = jax.lax.while_loop(more, chunk, (state.next_arr, jnp.bool_(True)))[0]
+        next_arr = first_after(b.arrival[state.ep], state.next_arr, state.n_jobs, state.t)
         free = state.slot_job < 0
         order = jnp.cumsum(free) - 1  # rank of each free slot
         admit = jnp.minimum(next_arr - state.next_admit, free.sum(dtype=jnp.int32))

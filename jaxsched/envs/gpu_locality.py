@@ -41,6 +41,7 @@ from jaxsched.core import cluster
 from jaxsched.core.env import Environment
 from jaxsched.core.metrics import fragmentation, per_job
 from jaxsched.core.placement import packing_take, take_free_slots
+from jaxsched.core.queue import first_after
 from jaxsched.core.spaces import Box, Discrete
 from jaxsched.envs.gpu_locality_params import (
     GPULocalityConfig,
@@ -52,28 +53,7 @@ from jaxsched.envs.gpu_locality_params import (
 )
 from jaxsched.envs.gpu_locality_types import GPULocalityObs, GPULocalityState
 
-ARRIVAL_CHUNK = 8  # arrivals admitted per gallop step of `_first_after`
 N_STATS = 4  # jobs behind the window: count, mean GPUs, mean ideal time, mean wait
-
-
-def _first_after(submit: jax.Array, lo: jax.Array, hi: jax.Array, t: jax.Array) -> jax.Array:
-    """The first index in `[lo, hi)` whose submit is > t (`hi` if none). `submit` is sorted inside an
-    episode: gallop over it `ARRIVAL_CHUNK` jobs at a time (one chunk almost always: simultaneous arrivals
-    are few)."""
-    n = submit.shape[0]
-    offsets = jnp.arange(ARRIVAL_CHUNK)
-
-    def more(carry):
-        return carry[1]
-
-    def chunk(carry):
-        i, _ = carry
-        idx = i + offsets
-        due = (idx < hi) & (submit[jnp.minimum(idx, n - 1)] <= t)
-        count = due.sum(dtype=i.dtype)  # due jobs are a prefix of the chunk (sorted submits)
-        return i + count, count == ARRIVAL_CHUNK
-
-    return jax.lax.while_loop(more, chunk, (lo, jnp.bool_(True)))[0]
 
 
 class GPULocalityEnv(Environment[GPULocalityState, GPULocalityParams]):
@@ -108,7 +88,7 @@ class GPULocalityEnv(Environment[GPULocalityState, GPULocalityParams]):
             t=t0, t0=t0,
             gpu_end=jnp.zeros((n, m), jnp.int32), gpu_multi=jnp.zeros((n, m), bool),
             win_job=jnp.full((j,), -1, jnp.int32), win_passed=jnp.zeros((j,), jnp.int32), win_len=zi,
-            behind=start, next_job=_first_after(params.submit, start, end, t0), end_job=end,
+            behind=start, next_job=first_after(params.submit, start, end, t0), end_job=end,
             n_jobs=end - start,
             steps=zi, forwards=zi, invalid=zi, placed=zi, max_end=t0,
             sum_e=zf, sum_wait=zf, sum_actual=zf, area_frag=zf, area_busy=zf,
@@ -212,7 +192,7 @@ class GPULocalityEnv(Environment[GPULocalityState, GPULocalityParams]):
         fits = self._window_fits(state, params)
         state = state.replace(
             t=t_new,
-            next_job=_first_after(params.submit, state.next_job, state.end_job, t_new),
+            next_job=first_after(params.submit, state.next_job, state.end_job, t_new),
             win_passed=state.win_passed + (fits & moves).astype(jnp.int32),
             area_frag=state.area_frag + dt * fragmentation(remaining).mean(),
             area_busy=state.area_busy + dt * busy.astype(jnp.float32),
