@@ -34,11 +34,11 @@ def quick():
     return env, params, obs
 
 
-@pytest.mark.parametrize("features", ["add", "none", "replace"])
-def test_network_masks_and_ablations(quick, features):
+@pytest.mark.parametrize("features, idles", [("add", (True, False)), ("none", (True,)), ("replace", (True,))])
+def test_network_masks_and_ablations(quick, features, idles):
     env, params, obs = quick
     cfg = env.config
-    for idle in (True, False):
+    for idle in idles:
         net = IdleDAGNetwork(cfg, features=features, idle=idle)
         p = net.init(jax.random.PRNGKey(1), obs)
         act = jax.jit(jax.vmap(net.act, in_axes=(None, None, 0)))
