@@ -13,7 +13,8 @@ work, task duration, executors, flags) and, by `features`:
     read at the chosen stage's job;
   * idle slot: a score per r from [stage, job, global embeddings, r / g] at the chosen stage; softmax over
     r = 0..g where the env allows r > 0 (`idle_ok`), else r = 0 only. `idle=False` (the ablation "w/o
-    idle time") masks r > 0 everywhere.
+    idle time") masks r > 0 everywhere. A fixed offset on r = 0 makes the untrained network delay an
+    eligible stage with probability 1 − `idle_prior` (0.1) rather than g / (g + 1).
 The action is sampled head by head (stage, then limit and r given it); its log-probability is the sum of
 the three, the entropy the stage head's plus the other two heads' at the chosen stage.
 
@@ -104,35 +105,41 @@ class IdleDAGNetwork:
     """The injected policy (module docstring) for a `DAGEnv` of `config`."""
 
     def __init__(self, config: DAGConfig, hidden: int = 16, levels: int | None = None, features: str = "add",
-                 idle: bool = True):  # fmt: skip
+                 idle: bool = True, idle_prior: float = 0.9):  # fmt: skip
         if features not in FEATURES:
             raise ValueError(f"features must be one of {', '.join(FEATURES)}, got {features!r}")
+        if not 0.0 < idle_prior < 1.0:
+            raise ValueError(f"idle_prior must be in (0, 1), got {idle_prior}")
         self.config, self.idle = config, idle
         levels = config.max_stages - 1 if levels is None else levels
         self.module = IdleDAGPolicy(config, hidden, max(levels, 1), features)
+        # A fixed offset on r = 0: an untrained network delays a stage with probability 1 − idle_prior
+        # (uniform over r would delay 10 of 11 eligible stages, a schedule no short run unlearns); the
+        # learned scores move it from there.
+        g = config.idle_levels
+        self.idle_offset = jnp.zeros(g + 1).at[0].set(jnp.log(idle_prior * g / (1.0 - idle_prior)))
 
     def init(self, key, obs: DAGObs):
         return self.module.init(key, obs)
 
-    def _heads(self, params, obs: DAGObs, a_stage):
-        """Masked logits of the three heads at the stage `a_stage`."""
+    def _conditionals(self, params, obs: DAGObs, limit_logits, idle_in, a_stage):
+        """Masked logits of the limit and idle heads at the stage `a_stage`."""
         cfg = self.config
-        stage_logits, limit_logits, idle_in = self.module.apply(params, obs)
-        stage_logits = _masked(stage_logits, obs.stage_mask)
         j = a_stage // cfg.max_stages
         limit_ok = jnp.arange(1, cfg.n_executors + 1) >= obs.limit_min[j]
         limit = _masked(limit_logits[j], limit_ok)
         feats = idle_scores_input(idle_in[a_stage], cfg.idle_levels)
-        idle_logits = self.module.apply(params, feats, method=IdleDAGPolicy.idle_scores)
+        idle_logits = self.module.apply(params, feats, method=IdleDAGPolicy.idle_scores) + self.idle_offset
         r_ok = (jnp.arange(cfg.idle_levels + 1) == 0) | (obs.idle_ok[a_stage] & self.idle)
-        return stage_logits, limit, _masked(idle_logits, r_ok)
+        return limit, _masked(idle_logits, r_ok)
 
     def act(self, params, obs: DAGObs, key):
         """Sample `(a_stage, a_limit, r)`; with its log-probability and the heads' entropy."""
         k_stage, k_limit, k_idle = jax.random.split(key, 3)
-        stage_logits, _, _ = self.module.apply(params, obs)
-        a_stage = jax.random.categorical(k_stage, _masked(stage_logits, obs.stage_mask))
-        stage, limit, idle = self._heads(params, obs, a_stage)
+        stage_logits, limit_logits, idle_in = self.module.apply(params, obs)
+        stage = _masked(stage_logits, obs.stage_mask)
+        a_stage = jax.random.categorical(k_stage, stage)
+        limit, idle = self._conditionals(params, obs, limit_logits, idle_in, a_stage)
         a_limit = jax.random.categorical(k_limit, limit)
         r = jax.random.categorical(k_idle, idle)
         action = jnp.stack([a_stage, a_limit, r]).astype(jnp.int32)
@@ -140,8 +147,9 @@ class IdleDAGNetwork:
 
     def evaluate(self, params, obs: DAGObs, action):
         """`(log_prob, entropy)` of a taken action."""
-        stage, limit, idle = self._heads(params, obs, action[0])
-        return self._score(stage, limit, idle, action)
+        stage_logits, limit_logits, idle_in = self.module.apply(params, obs)
+        limit, idle = self._conditionals(params, obs, limit_logits, idle_in, action[0])
+        return self._score(_masked(stage_logits, obs.stage_mask), limit, idle, action)
 
     @staticmethod
     def _score(stage, limit, idle, action):

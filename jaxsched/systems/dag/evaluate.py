@@ -1,0 +1,251 @@
+"""Held-out evaluation of the idle-slot DAG variants against the baselines (FIFO, SJF, critical path,
+Decima's dynamic partition; `policies.dag`).
+
+    results = evaluate_dag(cfg)                          # the baselines alone
+    results = evaluate_dag(cfg, "runs/dag_synthetic")    # every trained variant under that run, and them
+    results = evaluate_dag(cfg, "runs/dag_synthetic/full")   # one variant
+
+Every policy plays the first `eval.episodes` test episodes (each to its end; `pinned` restricts the bank to
+one episode, so every policy sees the same jobs at the same times). A variant's policy samples its actions,
+as Decima's does, with the key of the episode (`purpose_key(eval.seed, EVAL_TAG)` folded with the episode
+number: the same for every policy and seed), from each seed's last checkpoint; the baselines are
+deterministic (but `random`) and play each episode once. A result is `{metric: {mean, std, per_seed,
+per_episode}}` over every (seed, episode) value (`per_seed`: one mean per seed over the episodes;
+`per_episode`: the mean over seeds per episode); the metrics are the env's (`avg_jct`, `makespan`,
+`idle_per_selection`, `idle_per_delayed`, `unfinished`, `n_delayed`, ... in seconds) and `return`.
+
+Paired tests (`experiments.stats.wilcoxon_signed_rank`, two-sided, over the per-episode means) on
+`avg_jct` and `makespan`, stored in the variant's metric entry: `vs_best` against the baseline with the
+lowest mean average JCT, and for `full` `vs_<variant>` against each other variant evaluated with it (Table
+1: `vs_no_features`, `vs_no_idle`). `ratio` is the other's mean over this one's (> 1: this one is better).
+
+Output: with `--checkpoint`, each variant's results with the baselines' to `<run dir>/<variant>/eval.json`
+and, for a run directory (not one variant's folder), all of them to `<run dir>/eval.json`; without it, the
+baselines alone to `<run dir>/eval.json` (`--json PATH`: that one file instead; `-`: stdout). Beside each
+JSON file, `<stem>_jct.npz` holds the per-job completion times of its policies (Fig. 4's CDF): one
+`int32[runs, episodes, jobs]` array per policy label, in ms, −1 for a job that did not finish (runs: the
+seeds of a variant, 1 for a baseline; jobs: the bank's padded episode length).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsched.experiments.config import EVAL_TAG, purpose_key
+from jaxsched.experiments.evaluate import run_episode
+from jaxsched.experiments.report import print_metric_table, write_json
+from jaxsched.experiments.stats import wilcoxon_signed_rank
+from jaxsched.experiments.system import Metric
+from jaxsched.experiments.train import (
+    CHECKPOINT_DIR,
+    EVAL_FILE,
+    checkpoint_manager,
+    restore_runner,
+    trained_learners,
+)
+from jaxsched.policies.dag import make_heuristic
+from jaxsched.systems.dag.config import VARIANTS, DAGSystemConfig, build_dag, make_env
+from jaxsched.systems.dag.train import abstract_runner, reinforce_for, run_dir_of
+
+# The system's metrics (the shared layer's tables and the training report).
+DAG_METRICS = (
+    Metric("avg_jct", "avg JCT (s)", ",.1f"),
+    Metric("makespan", "makespan (s)", ",.1f"),
+    Metric("idle_per_selection", "idle / selection (s)", ".3f"),
+)
+# The evaluation table's columns: those and the idle-slot statistics.
+EVAL_METRICS = (
+    *DAG_METRICS,
+    Metric("idle_per_delayed", "idle / delayed (s)", ".2f"),
+    Metric("n_delayed", "delayed", ",.1f"),
+    Metric("unfinished", "unfinished", ".2f"),
+)
+PAIRED_METRICS = ("avg_jct", "makespan")
+LEARNER_LABELS = {v: v for v in VARIANTS}  # a variant's label in the results is its name
+HEADLINE = "full"  # the paper's agent, tested against the ablations
+JCT_KEY = "jct"
+
+
+def pinned(params, episode):
+    """`params` restricted to its bank's episode number `episode` (the reset then always draws it)."""
+    b = params.bank
+    one = lambda x: jax.lax.dynamic_index_in_dim(x, episode, keepdims=True)  # noqa: E731
+    return params.replace(
+        bank=b.replace(template=one(b.template), arrival=one(b.arrival), n_jobs=one(b.n_jobs))
+    )
+
+
+def episode_keys(cfg: DAGSystemConfig, episodes: int) -> jax.Array:
+    root = purpose_key(cfg.eval.seed, EVAL_TAG)
+    return jax.vmap(lambda e: jax.random.fold_in(root, e))(jnp.arange(episodes))
+
+
+def run_heuristics(env, params, names, keys) -> dict[str, dict[str, np.ndarray]]:
+    """The heuristics `names` on test episodes `0 .. len(keys)-1`, one program (a `lax.switch` branch per
+    heuristic). Returns `{name: {metric: [1, episodes, ...]}}`."""
+    heuristics = [make_heuristic(env, n) for n in names]
+    branches = [lambda obs, k, p=p: p(None, obs, k) for p in heuristics]
+
+    def one(index, episode, key):
+        policy = lambda _, obs, k: jax.lax.switch(index, branches, obs, k)  # noqa: E731
+        return run_episode(env, pinned(params, episode), policy, None, key)
+
+    per_episode = jax.vmap(one, in_axes=(None, 0, 0))
+    fn = jax.jit(jax.vmap(per_episode, in_axes=(0, None, None)))
+    out = jax.device_get(fn(jnp.arange(len(names)), jnp.arange(keys.shape[0]), keys))
+    return {n: {k: np.asarray(v[i])[None] for k, v in out.items()} for i, n in enumerate(names)}
+
+
+def run_agent(cfg: DAGSystemConfig, variant: str, env, params, net_params, keys) -> dict[str, np.ndarray]:
+    """Each seed's policy (`net_params` with a leading seed axis) on test episodes `0 .. len(keys)-1`:
+    `{metric: [seeds, episodes, ...]}`."""
+    policy = reinforce_for(cfg, variant, env).policy()
+
+    def one(p, episode, key):
+        return run_episode(env, pinned(params, episode), policy, p, key)
+
+    per_episode = jax.vmap(one, in_axes=(None, 0, 0))
+    fn = jax.jit(jax.vmap(per_episode, in_axes=(0, None, None)))
+    out = jax.device_get(fn(net_params, jnp.arange(keys.shape[0]), keys))
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+def load_net_params(cfg: DAGSystemConfig, variant: str, env, train_params):
+    """`(network params [seeds], update)` of variant `variant`'s latest checkpoint."""
+    run_dir = run_dir_of(cfg, variant)
+    mngr = checkpoint_manager(run_dir, read_only=True)
+    step = mngr.latest_step()
+    if step is None:
+        mngr.close()
+        raise FileNotFoundError(f"no checkpoint in {run_dir / CHECKPOINT_DIR}: jaxsched train CONFIG first")
+    runner = restore_runner(mngr, step, abstract_runner(cfg, variant, env, train_params))
+    mngr.close()
+    return runner.params, step
+
+
+def _stats(values) -> dict:
+    """`[runs, episodes]` → mean/std over all, per-run (seed) and per-episode means."""
+    v = np.asarray(values, np.float64)
+    return {
+        "mean": float(v.mean()),
+        "std": float(v.std()),
+        "per_seed": v.mean(axis=1).tolist(),
+        "per_episode": v.mean(axis=0).tolist(),
+    }
+
+
+def summarize(per: dict[str, np.ndarray]) -> tuple[dict, np.ndarray]:
+    """`(results, jct)`: the stats of every scalar metric, and the per-job JCTs `i32[runs, episodes, N]`."""
+    jct = np.asarray(per[JCT_KEY], np.int32)
+    return {k: _stats(v) for k, v in per.items() if k != JCT_KEY}, jct
+
+
+def best_baseline(results: dict, labels) -> str:
+    """The baseline among `labels` with the lowest mean average JCT."""
+    return min(labels, key=lambda b: results[b]["avg_jct"]["mean"])
+
+
+def paired(this: dict, other: dict, name: str) -> dict:
+    """Per paired metric: the Wilcoxon test of `this`'s per-episode means against `other`'s (named
+    `name`), and the ratio of the means other / this (> 1: this one is better)."""
+    return {
+        key: {
+            "against": name,
+            "ratio": other[key]["mean"] / max(this[key]["mean"], 1e-9),
+            **wilcoxon_signed_rank(this[key]["per_episode"], other[key]["per_episode"]),
+        }
+        for key in PAIRED_METRICS
+    }
+
+
+def _attach(res: dict, tests: dict, field: str) -> None:
+    for key, test in tests.items():
+        res[key][field] = test
+
+
+def _write(path: Path, results: dict, jct: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(str(path), results)
+    np.savez_compressed(path.with_name(f"{path.stem}_jct.npz"), **{k: jct[k] for k in results})
+    print(f"results: {path}")
+
+
+def evaluate_dag(cfg: DAGSystemConfig, checkpoint=None, episodes: int | None = None, json_path=None) -> dict:
+    """Evaluate the baselines and, with `checkpoint` (a run directory holding variant folders, or one
+    variant's folder), the trained variants there (module docstring). Returns `{policy: {metric: {mean,
+    std, per_seed, per_episode[, vs_best, vs_<variant>]}}}`."""
+    env, train_params, test_params = build_dag(cfg)
+    eval_env = make_env(cfg, jct=True)
+    n_test = int(test_params.bank.n_jobs.shape[0])
+    episodes = min(n_test, cfg.eval.episodes or n_test) if episodes is None else int(episodes)
+    if not 1 <= episodes <= n_test:
+        raise ValueError(f"episodes must be in 1..{n_test} (the test episodes), got {episodes}")
+    keys = episode_keys(cfg, episodes)
+    results: dict[str, dict] = {}
+    jct: dict[str, np.ndarray] = {}
+    if cfg.eval.baselines:
+        for name, per in run_heuristics(eval_env, test_params, cfg.eval.baselines, keys).items():
+            results[name], jct[name] = summarize(per)
+    best = best_baseline(results, cfg.eval.baselines) if cfg.eval.baselines else None
+    variants, one_variant = [], checkpoint is not None and (Path(checkpoint) / CHECKPOINT_DIR).is_dir()
+    if checkpoint is not None:
+        variants, path = trained_learners(
+            checkpoint, cfg.agent.variants, VARIANTS, "variant", "agent.variants"
+        )
+        cfg = cfg.replace(out_dir=str(path.parent), name=path.name)
+    trained: dict[str, tuple[str, dict, int]] = {}
+    for variant in variants:
+        net_params, step = load_net_params(cfg, variant, env, train_params)
+        label = LEARNER_LABELS[variant]
+        res, jct[label] = summarize(run_agent(cfg, variant, eval_env, test_params, net_params, keys))
+        if best is not None:
+            _attach(res, paired(res, results[best], best), "vs_best")
+        trained[variant] = (label, res, step)
+    if HEADLINE in trained:
+        head = trained[HEADLINE][1]
+        for variant, (label, res, _) in trained.items():
+            if variant != HEADLINE:
+                _attach(head, paired(head, res, label), f"vs_{label}")
+    learned = {label: res for label, res, _ in trained.values()}
+    _print(cfg, learned, results, trained, episodes, best)
+    everything = learned | results
+    if json_path == "-":
+        print(json.dumps(everything, indent=2))
+    elif json_path:
+        _write(Path(json_path), everything, jct)
+    else:
+        for variant, (label, res, _) in trained.items():
+            _write(run_dir_of(cfg, variant) / EVAL_FILE, {label: res} | results, jct)
+        if not one_variant:  # one variant's evaluation leaves the run's combined file as it was
+            _write(cfg.run_dir / EVAL_FILE, everything, jct)
+    return everything
+
+
+def _print(cfg: DAGSystemConfig, learned: dict, results: dict, trained: dict, episodes: int, best) -> None:
+    rows = {
+        name: {m.key: (r[m.key]["mean"], r[m.key]["std"]) for m in EVAL_METRICS}
+        for name, r in (learned | results).items()
+    }
+    e, w = cfg.env, cfg.workload
+    steps = ", ".join(f"{label} update {step}" for label, _, step in trained.values()) or "baselines only"
+    print_metric_table(
+        rows,
+        EVAL_METRICS,
+        title=(
+            f"{cfg.name} ({steps}): {e.n_executors} executors, {w.source} workload, {episodes} held-out "
+            f"episodes × {w.jobs_per_episode} jobs (± over seeds × episodes)"
+        ),
+    )
+    for label, res in learned.items():
+        for field in sorted(k for k in res["avg_jct"] if k.startswith("vs_")):
+            for key in PAIRED_METRICS:
+                t = res[key][field]
+                print(
+                    f"{label} vs {t['against']} ({key}): ×{t['ratio']:.3f} (> 1: {label} better), "
+                    f"Wilcoxon p = {t['p']:.3g} over {t['n']} episodes"
+                )
