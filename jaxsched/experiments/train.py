@@ -54,6 +54,31 @@ def trained_learners(checkpoint, listed, known, what: str, field: str) -> tuple[
     return names, path
 
 
+def seed_keys(cfg) -> jax.Array:
+    """The training seeds of a config: `num_seeds` keys split from `seed` (vmapped by the trainer)."""
+    return jax.random.split(jax.random.key(cfg.seed), cfg.num_seeds)
+
+
+def report_run(run_dir: Path, records: list[dict], title: str, curve_metrics=None, progress: bool = True,
+               checkpoint_note: str = "") -> Path:  # fmt: skip
+    """After a learner's training: draw its learning curve (`CURVE_FILE`, the metrics `curve_metrics` or
+    the plotting default) and say where its metrics, last checkpoint and curve are. Returns the curve."""
+    from jaxsched.experiments.plots import plot_learning_curves
+
+    curve = Path(run_dir) / CURVE_FILE
+    if curve_metrics is None:
+        plot_learning_curves(records, curve, title=title)
+    else:
+        plot_learning_curves(records, curve, curve_metrics, title=title)
+    if progress:
+        print(f"metrics:        {Path(run_dir) / METRICS_FILE}")
+        print(
+            f"checkpoint:     {Path(run_dir) / CHECKPOINT_DIR / str(records[-1]['update'])}{checkpoint_note}"
+        )
+        print(f"learning curve: {curve}")
+    return curve
+
+
 def checkpoint_manager(
     run_dir: Path, read_only: bool = False, subdir: str = CHECKPOINT_DIR
 ) -> ocp.CheckpointManager:

@@ -18,12 +18,11 @@ from jaxsched.experiments.config import VALIDATION_TAG, purpose_key
 from jaxsched.experiments.evaluate import run_episode
 from jaxsched.experiments.select import ValidationSelector
 from jaxsched.experiments.train import (
-    CHECKPOINT_DIR,
-    CURVE_FILE,
-    METRICS_FILE,
     abstract_state,
     episode_summary,
     open_run_dir,
+    report_run,
+    seed_keys,
     train_chunks,
 )
 from jaxsched.systems.dbf.config import DBFConfig, build_run
@@ -49,10 +48,6 @@ def programs(ppo_config: PPOConfig, env):
 
         _PROGRAMS[cache_key] = (jax.jit(init), jax.jit(chunk))
     return _PROGRAMS[cache_key]
-
-
-def seed_keys(cfg: DBFConfig) -> jax.Array:
-    return jax.random.split(jax.random.key(cfg.seed), cfg.num_seeds)
 
 
 def abstract_runner(cfg: DBFConfig, env, env_params):
@@ -115,15 +110,7 @@ def train_run(
         stop_after_chunks=stop_after_chunks,
         t_build=t_build, devices=devices, on_checkpoint=selector,
     )  # fmt: skip
-    if records is None:
-        return run_dir
-    from jaxsched.experiments.plots import plot_learning_curves
-
-    say = print if progress else (lambda *a, **k: None)
-    curve = run_dir / CURVE_FILE
-    plot_learning_curves(records, curve, title=f"{cfg.name}: {cfg.num_seeds} seeds (mean ± std)")
-    say(f"metrics:        {run_dir / METRICS_FILE}")
-    say(f"checkpoint:     {run_dir / CHECKPOINT_DIR / str(records[-1]['update'])} (final parameters, "
-        f"update {records[-1]['update']})")  # fmt: skip
-    say(f"learning curve: {curve}")
+    if records is not None:
+        note = f" (final parameters, update {records[-1]['update']})"
+        report_run(run_dir, records, f"{cfg.name}: {cfg.num_seeds} seeds (mean ± std)", None, progress, note)
     return run_dir

@@ -19,12 +19,11 @@ import jax
 
 from jaxsched.agents.dqn import DQN
 from jaxsched.experiments.train import (
-    CHECKPOINT_DIR,
-    CURVE_FILE,
-    METRICS_FILE,
     abstract_state,
     episode_summary,
     open_run_dir,
+    report_run,
+    seed_keys,
     train_chunks,
 )
 from jaxsched.systems.sced2.config import SCED2Config, build_sced2
@@ -51,10 +50,6 @@ def programs(cfg: SCED2Config, network: str, env):
 
         _PROGRAMS[cache_key] = (jax.jit(init), jax.jit(chunk))
     return _PROGRAMS[cache_key]
-
-
-def seed_keys(cfg: SCED2Config) -> jax.Array:
-    return jax.random.split(jax.random.key(cfg.seed), cfg.num_seeds)
 
 
 def run_dir_of(cfg: SCED2Config, network: str) -> Path:
@@ -99,18 +94,9 @@ def train_network(
         t_build=t_build,
         devices=devices,
     )
-    if records is None:
-        return run_dir
-    from jaxsched.experiments.plots import plot_learning_curves
-
-    say = print if progress else (lambda *a, **k: None)
-    curve = run_dir / CURVE_FILE
-    plot_learning_curves(
-        records, curve, CURVE_METRICS, title=f"{cfg.name}/{network}: {cfg.num_seeds} seeds (mean ± std)"
-    )
-    say(f"metrics:        {run_dir / METRICS_FILE}")
-    say(f"checkpoint:     {run_dir / CHECKPOINT_DIR / str(records[-1]['update'])}")
-    say(f"learning curve: {curve}")
+    if records is not None:
+        title = f"{cfg.name}/{network}: {cfg.num_seeds} seeds (mean ± std)"
+        report_run(run_dir, records, title, CURVE_METRICS, progress)
     return run_dir
 
 
