@@ -13,16 +13,21 @@ simultaneous events, admission into the J slots — is `docs/dag.md`; `tests/ref
 event loop of the same text, and the differential test holds this module to it.
 
 Choices the paper leaves open (with Decima's simulator as the reference where it speaks):
-  * Integer milliseconds, as Decima's durations; l = n_tasks · task duration; the slot is ⌊r·l/g⌋ ms.
+  * Integer milliseconds, as Decima's durations; l = n_tasks · task duration; the slot is max(1, ⌊r·l/g⌋)
+    ms (at least 1 ms, so its end is an event).
   * The timer's end is a decision point (the paper's trigger iii) at which the stage is runnable again,
     not an automatic dispatch: the agent re-decides with r masked to 0 for that stage.
   * r > 0 is allowed only for a stage nothing of which has started ("inserted before it").
   * p is non-decreasing in effect (the paper): a limit must exceed the job's current executors, so each
-    r = 0 decision dispatches at least one executor and a timestamp holds finitely many decisions.
+    r = 0 decision dispatches at least one executor.
+  * A stage is chosen at most once per scheduling round (Decima's `node_selected`): every choice selects
+    it until the next trigger event (an executor idling, a stage finishing, an admission, a timer's end),
+    so a limit below the idle executors holds the rest back, and a timestamp holds finitely many
+    decisions.
   * An executor finishing a task continues with the next task of its stage without a decision (Decima);
     a freed executor keeps its job (a later dispatch elsewhere costs `moving_delay` when that is > 0).
-  * Decisions are offered for every idle executor after any event (work-conserving apart from idle
-    slots), not per Decima "source job" pool: see docs/dag.md for the differences.
+  * Decisions are offered for every idle executor after a trigger, not per Decima "source job" pool:
+    see docs/dag.md for the differences.
   * Jobs beyond J wait invisibly in arrival order and count in the reward from their arrival.
 Per event time the work is O(J·S + k²) (the k² ranks executors that finish together); completions that
 only continue a stage are fast-forwarded in closed form (`_advance`), so a decision costs a few event
