@@ -69,7 +69,7 @@ def test_policy_gradient_beats_random():
     env, params = jaxsched.make("dag-quick", max_events=None)
     _, test_params = jaxsched.make("dag-quick", max_events=None, seed=7)
     cfg = ReinforceConfig(
-        num_sequences=4, rollouts=4, num_steps=128, total_updates=40, updates_per_chunk=40, lr=1e-2,
+        num_sequences=2, rollouts=4, num_steps=128, total_updates=40, updates_per_chunk=40, lr=1e-2,
         curriculum_start_s=30.0, curriculum_end_s=100.0, ent_start=0.05,
     )  # fmt: skip
     # From an uninformed start (uniform idle head, as Decima initialises): the default `idle_prior` would
