@@ -23,11 +23,6 @@ from jaxsched.workloads.dag_bank import MAX_STAGES, MAX_TIME_MS, DAGBank
 
 INF_MS = MAX_TIME_MS  # "never": an idle executor's `until`, a padded arrival
 
-N_STAGE_X = 7  # stage features (see `DAGObs`)
-N_JOB_X = 4
-N_JOB_FEAT = 2  # the paper's added features: critical path, average width
-N_GLOB = 3
-
 
 @dataclass(frozen=True)
 class DAGConfig:
