@@ -145,37 +145,41 @@ class DAGState:
 
 @struct.dataclass
 class DAGObs:
-    """What a policy sees (J slots × S stages; k executors).
+    """What a policy sees (J slots × S stages; k executors): raw counts, times (ms unless named) and masks.
+    The network's float inputs are derived from these (`nn.idle_dag.network_inputs`).
 
-    Learned inputs (log1p of seconds or counts):
-      stage_x f32[J, S, 7]: log1p remaining tasks, log1p remaining work s, log1p task duration s,
-                            runnable, delayed, timer running, executors running it / k
-      job_x   f32[J, 4]:    bound executors / k, log1p wait s, log1p remaining work s, idle executors / k
-      job_feat f32[J, 2]:   the paper's features: log1p critical path s, log1p average width
-      glob    f32[3]:       idle executors / k, log1p jobs in the system, log1p jobs waiting for a slot
-    Structure: parents i32[J, S] (bitmask), height i32[J, S], stage_valid bool[J, S], job_valid bool[J].
+    Per stage, i32[J, S] (0 in padding): remaining (tasks neither started nor covered by a moving
+      executor), not_started (tasks not started), duration (task duration), on_stage (executors running
+      it), parents (bitmask), height; bool[J, S]: delayed (had its idle slot), held (its timer runs),
+      stage_valid; bottom f32[J, S] (s, the longest path to a sink).
+    Per job slot, [J]: job_valid bool, job_order i32 (episode index, -1 empty), arrival i32, bound i32
+      (executors running or moving for it), work, crit f32 (s: total work, critical path), width f32 (the
+      paper's average width).
     Action masks: stage_mask bool[J·S] (runnable stages while an executor is idle), idle_ok bool[J·S]
       (r > 0 allowed), limit_min i32[J] (the smallest valid limit p = bound + 1; a_limit = p − 1).
-    Raw, for heuristics: remaining i32[J, S] (tasks not started and not covered by a move), job_order
-      i32[J] (episode index, -1 empty), work f32[J] (total, s), bottom f32[J, S] (s), bound i32[J],
-      n_idle i32, t i32 (ms).
+    Cluster: n_idle i32 (idle executors), n_waiting i32 (arrived jobs waiting for a slot), t i32.
     """
 
-    stage_x: jnp.ndarray
-    job_x: jnp.ndarray
-    job_feat: jnp.ndarray
-    glob: jnp.ndarray
+    remaining: jnp.ndarray
+    not_started: jnp.ndarray
+    duration: jnp.ndarray
+    on_stage: jnp.ndarray
+    delayed: jnp.ndarray
+    held: jnp.ndarray
     parents: jnp.ndarray
     height: jnp.ndarray
+    bottom: jnp.ndarray
     stage_valid: jnp.ndarray
     job_valid: jnp.ndarray
+    job_order: jnp.ndarray
+    arrival: jnp.ndarray
+    bound: jnp.ndarray
+    work: jnp.ndarray
+    crit: jnp.ndarray
+    width: jnp.ndarray
     stage_mask: jnp.ndarray
     idle_ok: jnp.ndarray
     limit_min: jnp.ndarray
-    remaining: jnp.ndarray
-    job_order: jnp.ndarray
-    work: jnp.ndarray
-    bottom: jnp.ndarray
-    bound: jnp.ndarray
     n_idle: jnp.ndarray
+    n_waiting: jnp.ndarray
     t: jnp.ndarray

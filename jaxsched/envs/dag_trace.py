@@ -65,7 +65,7 @@ def trace_episode(env: DAGEnv, params, policy, policy_params, key, max_steps: in
             if not bool(valid(state, params, action)):
                 raise ValueError(f"trace_episode: the policy chose an invalid action {np.asarray(action)}")
             before = _view(view, state)
-            state = apply(state, params, action)
+            state = apply(state, params, action, True)
             after = _view(view, state)
             a = np.asarray(action)
             j, s = divmod(int(a[0]), s_max)

@@ -1,9 +1,9 @@
 """The idle-slot DAG agent's policy network (Duan & Wu, Fig. 3): Decima's graph network plus the paper's
 job features, with three heads.
 
-Inputs per stage: the env's `stage_x` and its job's `job_x` (Decima's kind of inputs: remaining tasks and
-work, task duration, executors, flags) and, by `features`:
-  * "add" (the paper's agent): the job's critical path and average width (`job_feat`) appended;
+Inputs per stage (`network_inputs`, from the env's raw observation): its own (Decima's kind: remaining
+tasks and work, task duration, executors, flags) and its job's, and, by `features`:
+  * "add" (the paper's agent): the job's critical path and average width appended;
   * "none" (the ablation "w/o selected features"): left out;
   * "replace" (Fig. 4's "replacing features"): they take the place of two of Decima's inputs (the job's
     waiting time and remaining work), so the input count is unchanged.
@@ -37,14 +37,42 @@ NEG = -1e9  # masked logit (finite: entropies stay NaN-free)
 REPLACED_JOB_INPUTS = (1, 2)  # job_x columns the paper's features replace: log wait, log remaining work
 
 
-def node_inputs(obs: DAGObs, features: str) -> jax.Array:
+def network_inputs(obs: DAGObs, n_executors: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The learned inputs (log1p of seconds or counts), zero in padding:
+    stage_x f32[J, S, 7]: log1p remaining tasks, log1p remaining work s, log1p task duration s,
+                          runnable, delayed, timer running, executors running it / k
+    job_x   f32[J, 4]:    bound executors / k, log1p wait s, log1p remaining work s, idle executors / k
+    job_feat f32[J, 2]:   the paper's features: log1p critical path s, log1p average width
+    """
+    k = n_executors
+    valid = obs.stage_valid
+    dur_s = obs.duration.astype(jnp.float32) / 1000.0
+    rem_work = obs.not_started.astype(jnp.float32) * dur_s  # [J, S] s
+    flags = [obs.stage_mask.reshape(valid.shape), obs.delayed, obs.held]
+    stage_x = jnp.stack(
+        [jnp.log1p(obs.remaining.astype(jnp.float32)), jnp.log1p(rem_work), jnp.log1p(dur_s)]
+        + [f.astype(jnp.float32) for f in flags]
+        + [obs.on_stage.astype(jnp.float32) / k],
+        axis=-1,
+    ) * valid[..., None]  # fmt: skip
+    job_valid = obs.job_valid[..., None]
+    wait = jnp.maximum(obs.t - obs.arrival, 0).astype(jnp.float32) / 1000.0
+    idle = jnp.broadcast_to(obs.n_idle.astype(jnp.float32) / k, wait.shape)
+    job_x = jnp.stack(
+        [obs.bound.astype(jnp.float32) / k, jnp.log1p(wait), jnp.log1p(rem_work.sum(axis=-1)), idle], axis=-1
+    ) * job_valid  # fmt: skip
+    job_feat = jnp.stack([jnp.log1p(obs.crit), jnp.log1p(obs.width)], axis=-1) * job_valid
+    return stage_x, job_x, job_feat
+
+
+def node_inputs(obs: DAGObs, features: str, n_executors: int) -> jax.Array:
     """`f32[J, S, F]`: each stage's inputs with its job's, by the `features` choice (module docstring)."""
-    job_x = obs.job_x
+    stage_x, job_x, job_feat = network_inputs(obs, n_executors)
     if features == "replace":
-        job_x = job_x.at[..., list(REPLACED_JOB_INPUTS)].set(obs.job_feat)
-    per_job = job_x if features != "add" else jnp.concatenate([job_x, obs.job_feat], -1)
-    s = obs.stage_x.shape[-2]
-    return jnp.concatenate([obs.stage_x, jnp.repeat(per_job[..., None, :], s, axis=-2)], -1)
+        job_x = job_x.at[..., list(REPLACED_JOB_INPUTS)].set(job_feat)
+    per_job = job_x if features != "add" else jnp.concatenate([job_x, job_feat], -1)
+    s = stage_x.shape[-2]
+    return jnp.concatenate([stage_x, jnp.repeat(per_job[..., None, :], s, axis=-2)], -1)
 
 
 class IdleDAGPolicy(nn.Module):
@@ -66,7 +94,7 @@ class IdleDAGPolicy(nn.Module):
     def __call__(self, obs: DAGObs):
         cfg = self.config
         j, s, k = cfg.max_slots, cfg.max_stages, cfg.n_executors
-        x = node_inputs(obs, self.features)
+        x = node_inputs(obs, self.features, k)
         emb, job, glob = self.encoder(x, obs.parents, obs.height, obs.stage_valid, obs.job_valid)
         job_s = jnp.repeat(job[:, None, :], s, axis=1)
         glob_s = jnp.broadcast_to(glob, (j, s, glob.shape[-1]))

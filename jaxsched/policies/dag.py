@@ -104,7 +104,9 @@ def make_heuristic(env: DAGEnv, name: str):
 
         def random_policy(params, obs: DAGObs, key):
             k1, k2, k3 = jax.random.split(key, 3)
-            a = jax.random.categorical(k1, jnp.where(obs.stage_mask, 0.0, -jnp.inf))
+            # One draw per head (not a Gumbel per stage): uniform over the runnable stages all the same.
+            nth = jax.random.randint(k1, (), 0, jnp.maximum(obs.stage_mask.sum(), 1))
+            a = jnp.argmax(jnp.cumsum(obs.stage_mask) > nth)
             j = a // s
             lo = obs.limit_min[j]
             limit = jax.random.randint(k2, (), lo, k + 1)
