@@ -1,6 +1,7 @@
 """Figures (matplotlib, Agg backend): learning curves (DBF's Fig. 3), the window head/tail split sweep (DBF's
-Fig. 5), grouped bars and lines with spreads and empirical CDFs for any system's paper figures, and two
-drawing helpers on a given axis (a layered DAG, a Gantt chart)."""
+Fig. 5), grouped bars and lines with spreads and empirical CDFs for any system's paper figures (one axis,
+or side-by-side panels: `plot_line_panels`, `plot_cdf_panels`), and two drawing helpers on a given axis (a
+layered DAG, a Gantt chart)."""
 
 from __future__ import annotations
 
@@ -168,12 +169,7 @@ def plot_grouped_bars(
     return Path(out_png)
 
 
-def plot_lines(
-    x, series: Mapping[str, tuple], out_png, xlabel: str, ylabel: str, title: str = "", twin=None
-) -> Path:
-    """One line per `series[name] = (y,)` or `(y, std)` against `x` (a shared `[n]`, or per series as
-    `series[name] = (x, y)` when `x` is None); `twin = (label, x, y)` draws one more line on a right axis."""
-    fig, ax = plt.subplots(figsize=(7, 3.8))
+def _draw_lines(ax, x, series: Mapping[str, tuple], xlabel: str, ylabel: str, title: str = "") -> None:
     for name, values in series.items():
         if x is None:
             xs, ys, std = values[0], values[1], None
@@ -186,6 +182,15 @@ def plot_lines(
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(textwrap.fill(title, 90), fontsize=9)
+
+
+def plot_lines(
+    x, series: Mapping[str, tuple], out_png, xlabel: str, ylabel: str, title: str = "", twin=None
+) -> Path:
+    """One line per `series[name] = (y,)` or `(y, std)` against `x` (a shared `[n]`, or per series as
+    `series[name] = (x, y)` when `x` is None); `twin = (label, x, y)` draws one more line on a right axis."""
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    _draw_lines(ax, x, series, xlabel, ylabel, title)
     if twin is not None:
         label, tx, ty = twin
         right = ax.twinx()
@@ -199,9 +204,32 @@ def plot_lines(
     return Path(out_png)
 
 
-def plot_cdfs(samples: Mapping[str, np.ndarray], out_png, xlabel: str, title: str = "") -> Path:
-    """Empirical CDFs of `samples[name]` (1-D arrays), one line each (e.g. JCTs per scheduler)."""
-    fig, ax = plt.subplots(figsize=(6, 3.8))
+def _panels(n: int, width: float = 5.0, height: float = 3.8):
+    fig, axes = plt.subplots(1, max(n, 1), figsize=(width * max(n, 1), height), squeeze=False)
+    return fig, list(axes.flat)
+
+
+def _save_panels(fig, out_png, title: str) -> Path:
+    if title:
+        fig.suptitle(textwrap.fill(title, 120), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=120)
+    plt.close(fig)
+    return Path(out_png)
+
+
+def plot_line_panels(panels: Mapping[str, tuple], out_png, title: str = "") -> Path:
+    """Side-by-side `plot_lines` panels: `panels[panel title] = (x, series, xlabel, ylabel)`, each as
+    `plot_lines` reads them (`series[name] = (y,)` or `(y, std)`, std drawn as a band)."""
+    fig, axes = _panels(len(panels))
+    for ax, (name, (x, series, xlabel, ylabel)) in zip(axes, panels.items(), strict=False):
+        _draw_lines(ax, x, series, xlabel, ylabel, name)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    return _save_panels(fig, out_png, title)
+
+
+def _draw_cdfs(ax, samples: Mapping[str, np.ndarray], xlabel: str, title: str = "") -> None:
     for name, values in samples.items():
         v = np.sort(np.asarray(values, np.float64))
         ax.step(v, np.arange(1, v.size + 1) / max(v.size, 1), where="post", label=name, lw=1.2)
@@ -210,10 +238,32 @@ def plot_cdfs(samples: Mapping[str, np.ndarray], out_png, xlabel: str, title: st
     ax.set_ylim(0, 1.02)
     ax.set_title(textwrap.fill(title, 90), fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
+
+
+def plot_cdfs(samples: Mapping[str, np.ndarray], out_png, xlabel: str, title: str = "") -> Path:
+    """Empirical CDFs of `samples[name]` (1-D arrays), one line each (e.g. JCTs per scheduler)."""
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    _draw_cdfs(ax, samples, xlabel, title)
     fig.tight_layout()
     fig.savefig(out_png, dpi=120)
     plt.close(fig)
     return Path(out_png)
+
+
+def plot_cdf_panels(
+    panels: Mapping[str, Mapping[str, np.ndarray]], out_png, xlabel: str, title: str = ""
+) -> Path:
+    """Side-by-side `plot_cdfs` panels, `panels[panel title][name]` = samples, on a shared x range (e.g.
+    JCTs per scheduler at each load)."""
+    fig, axes = _panels(len(panels))
+    for ax, (name, samples) in zip(axes, panels.items(), strict=False):
+        _draw_cdfs(ax, samples, xlabel, name)
+        ax.grid(alpha=0.3)
+    finite = [np.max(v) for s in panels.values() for v in s.values() if np.size(v)]
+    if finite:
+        for ax in axes:
+            ax.set_xlim(0, 1.02 * max(finite))
+    return _save_panels(fig, out_png, title)
 
 
 def draw_dag(ax, parents, labels, height) -> None:

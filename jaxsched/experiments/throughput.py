@@ -69,8 +69,8 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _platform() -> dict:
-    """Where a record was measured."""
+def platform_info() -> dict:
+    """Where a record (or a table: `jaxsched table dag`) was measured: device, backend, CPU model."""
     return {
         "device": str(jax.devices()[0].device_kind),
         "platform": jax.default_backend(),
@@ -151,7 +151,7 @@ def measure_env(
         "compile_s": compile_s,
         "reset_s": statistics.median(reset_times),
         "reset_compile_s": max(reset_first - statistics.median(reset_times), 0.0),
-        **_platform(),
+        **platform_info(),
     }
 
 
@@ -243,7 +243,7 @@ def measure_train(
         "updates_per_s": seeds * updates / run,
         "runs_s": times,
         "compile_s": max(first - run, 0.0),
-        **_platform(),
+        **platform_info(),
     }
 
 
@@ -313,7 +313,7 @@ def measure_mappo(
         "updates_per_s": seeds * updates / run,
         "runs_s": times,
         "compile_s": max(first - run, 0.0),
-        **_platform(),
+        **platform_info(),
     }
 
 
@@ -339,4 +339,4 @@ def measure_chunks(
     run = statistics.median(times)
     seeds = int(keys.shape[0])
     return {"seeds": seeds, "env_steps_per_s": seeds * steps_per_chunk / run, "chunk_s": run, "runs_s": times,
-            "warmup_s": warm, **_platform()}  # fmt: skip
+            "warmup_s": warm, **platform_info()}  # fmt: skip

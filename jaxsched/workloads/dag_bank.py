@@ -7,7 +7,8 @@ padded to `N` jobs. The env draws an episode at reset and gathers a template per
 
 `DAGTemplates.from_lists` builds and validates templates from plain Python (adjacency lists or matrices);
 `template_features` computes, once per template, what the paper's features and the graph network need
-(critical path, average width, bottom levels, heights); `make_bank` joins templates and episodes.
+(critical path, average width, bottom levels, heights); `make_bank` joins templates and episodes;
+`pad_bank` pads a bank to a larger one's shapes (the same episodes, one compiled program for both).
 
 Every check raises a one-line `ValueError` naming the source (`where`), the field and the offender.
 """
@@ -247,4 +248,31 @@ def make_bank(
         template=jnp.asarray(template, jnp.int32),
         arrival=jnp.asarray(arrival, jnp.int32),
         n_jobs=jnp.asarray(n_jobs, jnp.int32),
+    )
+
+
+def pad_bank(bank: DAGBank, max_jobs: int, n_templates: int | None = None) -> DAGBank:
+    """`bank` with its episodes padded to `max_jobs` jobs (template −1, arrival `MAX_TIME_MS`, `n_jobs`
+    unchanged) and its templates to `n_templates` rows (zeros, never drawn): the same episodes in the array
+    shapes of a larger bank, so one compiled program plays banks of several sizes. The env never reads past
+    an episode's `n_jobs` (a per-job array such as the JCTs holds −1 there)."""
+    n, t = bank.max_jobs, int(bank.n_stages.shape[0])
+    n_templates = t if n_templates is None else n_templates
+    if max_jobs < n or n_templates < t:
+        raise ValueError(
+            f"pad_bank: the bank has {n} jobs per episode and {t} templates, more than {max_jobs} and "
+            f"{n_templates}"
+        )
+
+    def rows(a):
+        return jnp.pad(a, ((0, n_templates - t),) + ((0, 0),) * (a.ndim - 1))
+
+    def jobs(a, fill):
+        return jnp.pad(a, ((0, 0), (0, max_jobs - n)), constant_values=fill)
+
+    per_template = ("n_stages", "parents", "n_tasks", "duration", "height", "bottom", "crit", "work", "width")
+    return bank.replace(
+        **{f: rows(getattr(bank, f)) for f in per_template},
+        template=jobs(bank.template, -1),
+        arrival=jobs(bank.arrival, MAX_TIME_MS),
     )

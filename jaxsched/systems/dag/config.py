@@ -273,25 +273,31 @@ def make_env(cfg: DAGSystemConfig, jct: bool = False):
     return SystemDAGEnv(cfg.env.dag_config(), jct=jct)
 
 
-def build_dag(cfg: DAGSystemConfig):
-    """`(env, train_params, test_params)` for `cfg`; errors of the generator or the bank name the field."""
+BANKS = {"train": ("bank_seed", "train_episodes"), "test": ("test_seed", "test_episodes")}
+
+
+def build_params(cfg: DAGSystemConfig, env, bank: str = "test"):
+    """The env params of `cfg`'s training (`bank="train"`) or held-out (`"test"`) bank on `env` (`make_env
+    (cfg)`); errors of the generator or the bank name the field. A config changed in its workload section
+    (`dataclasses.replace`: another load, job count, long-job law) gives that bank regenerated."""
     w, e = cfg.workload, cfg.env
-    env = make_env(cfg)
-    banks = []
-    for field_name, seed, n_episodes in (
-        ("bank_seed", w.bank_seed, w.train_episodes),
-        ("test_seed", w.test_seed, w.test_episodes),
-    ):
-        try:
-            banks.append(_bank(cfg, n_episodes, seed))
-        except ValueError as err:
-            raise ValueError(f"workload ({w.source}, {field_name} {seed}): {err}") from None
+    seed_field, episodes_field = BANKS[bank]
+    seed = getattr(w, seed_field)
+    try:
+        b = _bank(cfg, getattr(w, episodes_field), seed)
+    except ValueError as err:
+        raise ValueError(f"workload ({w.source}, {seed_field} {seed}): {err}") from None
     kw = dict(moving_delay=e.moving_delay, warmup_delay=e.warmup_delay, reward_scale=e.reward_scale)
     try:
-        train_params, test_params = (env.make_params(b, **kw) for b in banks)
+        return env.make_params(b, **kw)
     except ValueError as err:
         raise ValueError(str(err).replace("dag.", "env.")) from None
-    return env, train_params, test_params
+
+
+def build_dag(cfg: DAGSystemConfig):
+    """`(env, train_params, test_params)` for `cfg`; errors of the generator or the bank name the field."""
+    env = make_env(cfg)
+    return env, build_params(cfg, env, "train"), build_params(cfg, env, "test")
 
 
 class SystemDAGEnv(DAGEnv):

@@ -25,6 +25,11 @@ baselines alone to `<run dir>/eval.json` (`--json PATH`: that one file instead; 
 JSON file, `<stem>_jct.npz` holds the per-job completion times of its policies (Fig. 4's CDF): one
 `int32[runs, episodes, jobs]` array per policy label, in ms, −1 for a job that did not finish (runs: the
 seeds of a variant, 1 for a baseline; jobs: the bank's padded episode length).
+
+`evaluate_on(cfg, test_params, keys, baselines, nets)` is the part that plays: given variants (network
+parameters from `load_net_params`) and heuristics on any test bank of the config's env shapes — its own,
+or one regenerated with another load or job count (`jaxsched table dag`). Its programs are jitted once per
+policy and env (the bank an argument), so another bank of the same shapes does not compile again.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ PAIRED_METRICS = ("avg_jct", "makespan")
 LEARNER_LABELS = {v: v for v in VARIANTS}  # a variant's label in the results is its name
 HEADLINE = "full"  # the paper's agent, tested against the ablations
 JCT_KEY = "jct"
+_PROGRAMS: dict = {}  # the jitted evaluation programs, per policy and env (`_heuristics_program`)
 
 
 def pinned(params, episode):
@@ -85,33 +91,57 @@ def episode_keys(cfg: DAGSystemConfig, episodes: int) -> jax.Array:
     return jax.vmap(lambda e: jax.random.fold_in(root, e))(jnp.arange(episodes))
 
 
+def _env_key(env) -> tuple:
+    return (type(env), env.config, getattr(env, "jct", False))
+
+
+def _heuristics_program(env, names: tuple[str, ...]):
+    """Jitted `fn(indices, params, episodes, keys)`: the heuristics `names` (a `lax.switch` branch each) on
+    the episodes of any bank of `env`'s shapes; cached per (env, names), so another bank of the same shapes
+    (another load, a padded job count) runs without compiling again."""
+    cache_key = ("heuristics", *_env_key(env), names)
+    if cache_key not in _PROGRAMS:
+        heuristics = [make_heuristic(env, n) for n in names]
+        branches = [lambda obs, k, p=p: p(None, obs, k) for p in heuristics]
+
+        def one(index, params, episode, key):
+            policy = lambda _, obs, k: jax.lax.switch(index, branches, obs, k)  # noqa: E731
+            return run_episode(env, pinned(params, episode), policy, None, key)
+
+        per_episode = jax.vmap(one, in_axes=(None, None, 0, 0))
+        _PROGRAMS[cache_key] = jax.jit(jax.vmap(per_episode, in_axes=(0, None, None, None)))
+    return _PROGRAMS[cache_key]
+
+
 def run_heuristics(env, params, names, keys) -> dict[str, dict[str, np.ndarray]]:
     """The heuristics `names` on test episodes `0 .. len(keys)-1`, one program (a `lax.switch` branch per
     heuristic). Returns `{name: {metric: [1, episodes, ...]}}`."""
-    heuristics = [make_heuristic(env, n) for n in names]
-    branches = [lambda obs, k, p=p: p(None, obs, k) for p in heuristics]
-
-    def one(index, episode, key):
-        policy = lambda _, obs, k: jax.lax.switch(index, branches, obs, k)  # noqa: E731
-        return run_episode(env, pinned(params, episode), policy, None, key)
-
-    per_episode = jax.vmap(one, in_axes=(None, 0, 0))
-    fn = jax.jit(jax.vmap(per_episode, in_axes=(0, None, None)))
-    out = jax.device_get(fn(jnp.arange(len(names)), jnp.arange(keys.shape[0]), keys))
+    names = tuple(names)
+    fn = _heuristics_program(env, names)
+    out = jax.device_get(fn(jnp.arange(len(names)), params, jnp.arange(keys.shape[0]), keys))
     return {n: {k: np.asarray(v[i])[None] for k, v in out.items()} for i, n in enumerate(names)}
+
+
+def _agent_program(cfg: DAGSystemConfig, variant: str, env):
+    """Jitted `fn(net_params [seeds], params, episodes, keys)` of `variant`'s policy, cached like
+    `_heuristics_program` (per network, REINFORCE config and env)."""
+    cache_key = ("agent", *_env_key(env), cfg.reinforce, cfg.agent.hidden, cfg.agent.levels, variant)
+    if cache_key not in _PROGRAMS:
+        policy = reinforce_for(cfg, variant, env).policy()
+
+        def one(p, params, episode, key):
+            return run_episode(env, pinned(params, episode), policy, p, key)
+
+        per_episode = jax.vmap(one, in_axes=(None, None, 0, 0))
+        _PROGRAMS[cache_key] = jax.jit(jax.vmap(per_episode, in_axes=(0, None, None, None)))
+    return _PROGRAMS[cache_key]
 
 
 def run_agent(cfg: DAGSystemConfig, variant: str, env, params, net_params, keys) -> dict[str, np.ndarray]:
     """Each seed's policy (`net_params` with a leading seed axis) on test episodes `0 .. len(keys)-1`:
     `{metric: [seeds, episodes, ...]}`."""
-    policy = reinforce_for(cfg, variant, env).policy()
-
-    def one(p, episode, key):
-        return run_episode(env, pinned(params, episode), policy, p, key)
-
-    per_episode = jax.vmap(one, in_axes=(None, 0, 0))
-    fn = jax.jit(jax.vmap(per_episode, in_axes=(0, None, None)))
-    out = jax.device_get(fn(net_params, jnp.arange(keys.shape[0]), keys))
+    fn = _agent_program(cfg, variant, env)
+    out = jax.device_get(fn(net_params, params, jnp.arange(keys.shape[0]), keys))
     return {k: np.asarray(v) for k, v in out.items()}
 
 
@@ -175,34 +205,56 @@ def _write(path: Path, results: dict, jct: dict) -> None:
     print(f"results: {path}")
 
 
+def eval_episodes(cfg: DAGSystemConfig, test_params, episodes: int | None = None) -> int:
+    """How many test episodes an evaluation plays: `episodes`, else `eval.episodes`, else all of them."""
+    n_test = int(test_params.bank.n_jobs.shape[0])
+    episodes = min(n_test, cfg.eval.episodes or n_test) if episodes is None else int(episodes)
+    if not 1 <= episodes <= n_test:
+        raise ValueError(f"episodes must be in 1..{n_test} (the test episodes), got {episodes}")
+    return episodes
+
+
+def evaluate_on(cfg: DAGSystemConfig, test_params, keys, baselines=(), nets=None) -> tuple[dict, dict]:
+    """The heuristics `baselines` and the trained variants `nets` (`{variant: network params with a leading
+    seed axis}`, `load_net_params`) on episodes `0 .. len(keys)-1` of `test_params`: the config's test bank,
+    or any bank of its env's shapes (regenerated at another load or job count, `dag_bank.pad_bank`ded to
+    the same arrays: the programs are compiled once). Returns `(results, jct)`: `{label: {metric: {mean,
+    std, per_seed, per_episode}}}` (the baselines, then the variants) and `{label: i32[runs, episodes, N]}`
+    (module docstring)."""
+    env = make_env(cfg, jct=True)
+    results: dict[str, dict] = {}
+    jct: dict[str, np.ndarray] = {}
+    if baselines:
+        for name, per in run_heuristics(env, test_params, baselines, keys).items():
+            results[name], jct[name] = summarize(per)
+    for variant, net_params in (nets or {}).items():
+        label = LEARNER_LABELS[variant]
+        results[label], jct[label] = summarize(run_agent(cfg, variant, env, test_params, net_params, keys))
+    return results, jct
+
+
 def evaluate_dag(cfg: DAGSystemConfig, checkpoint=None, episodes: int | None = None, json_path=None) -> dict:
     """Evaluate the baselines and, with `checkpoint` (a run directory holding variant folders, or one
     variant's folder), the trained variants there (module docstring). Returns `{policy: {metric: {mean,
     std, per_seed, per_episode[, vs_best, vs_<variant>]}}}`."""
     env, train_params, test_params = build_dag(cfg)
-    eval_env = make_env(cfg, jct=True)
-    n_test = int(test_params.bank.n_jobs.shape[0])
-    episodes = min(n_test, cfg.eval.episodes or n_test) if episodes is None else int(episodes)
-    if not 1 <= episodes <= n_test:
-        raise ValueError(f"episodes must be in 1..{n_test} (the test episodes), got {episodes}")
+    episodes = eval_episodes(cfg, test_params, episodes)
     keys = episode_keys(cfg, episodes)
-    results: dict[str, dict] = {}
-    jct: dict[str, np.ndarray] = {}
-    if cfg.eval.baselines:
-        for name, per in run_heuristics(eval_env, test_params, cfg.eval.baselines, keys).items():
-            results[name], jct[name] = summarize(per)
-    best = best_baseline(results, cfg.eval.baselines) if cfg.eval.baselines else None
     variants, one_variant = [], checkpoint is not None and (Path(checkpoint) / CHECKPOINT_DIR).is_dir()
     if checkpoint is not None:
         variants, path = trained_learners(
             checkpoint, cfg.agent.variants, VARIANTS, "variant", "agent.variants"
         )
         cfg = cfg.replace(out_dir=str(path.parent), name=path.name)
+    loaded = {v: load_net_params(cfg, v, env, train_params) for v in variants}
+    nets = {v: net_params for v, (net_params, _) in loaded.items()}
+    everything, jct = evaluate_on(cfg, test_params, keys, cfg.eval.baselines, nets)
+    results = {name: everything[name] for name in cfg.eval.baselines}
+    best = best_baseline(results, cfg.eval.baselines) if cfg.eval.baselines else None
     trained: dict[str, tuple[str, dict, int]] = {}
-    for variant in variants:
-        net_params, step = load_net_params(cfg, variant, env, train_params)
+    for variant, (_, step) in loaded.items():
         label = LEARNER_LABELS[variant]
-        res, jct[label] = summarize(run_agent(cfg, variant, eval_env, test_params, net_params, keys))
+        res = everything[label]
         if best is not None:
             _attach(res, paired(res, results[best], best), "vs_best")
         trained[variant] = (label, res, step)
