@@ -7,6 +7,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 import jaxsched
@@ -58,6 +59,28 @@ def test_network_masks_and_ablations(quick, features, idles):
         k_add = n_add["params"]["encoder"]["prep"]["Dense_0"]["kernel"].shape[0]
         k_this = n_this["params"]["encoder"]["prep"]["Dense_0"]["kernel"].shape[0]
         assert k_this == k_add - 2
+
+
+def test_chunked_gradient_equals_the_full_batch_loss(quick):
+    """`Reinforce.gradient` (decision steps gathered to the front, 7 at a time, the last chunk partial)
+    equals `jax.grad` of the loss over every step, on a rollout cut short by the curriculum (so many steps
+    come after their episode ended and must not count)."""
+    env, params, _ = quick
+    cfg = ReinforceConfig(num_sequences=2, rollouts=2, num_steps=24, loss_chunk=7,
+                          curriculum_start_s=8.0, curriculum_end_s=100.0)  # fmt: skip
+    alg = Reinforce(cfg, env, IdleDAGNetwork(env.config))
+    runner = alg.init(jax.random.PRNGKey(3), params)
+    traj, _, _ = alg.rollout(runner.params, params, jax.random.PRNGKey(4), runner.update)
+    n_dec = int(traj["decision"].sum())
+    assert 7 < n_dec < traj["decision"].size and n_dec % 7  # several chunks, a partial one, dead steps
+    adv = alg.advantages(traj)
+    (loss, want_aux), want = jax.value_and_grad(alg.loss, has_aux=True)(runner.params, traj, adv, 0.05)
+    got, got_aux = jax.jit(alg.gradient)(runner.params, traj, adv, 0.05)
+    for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=2e-4, atol=1e-6)
+    for key in ("pg_loss", "entropy"):
+        np.testing.assert_allclose(float(got_aux[key]), float(want_aux[key]), rtol=1e-5)
+    assert float(optax.tree.norm(want)) > 0
 
 
 def test_policy_gradient_beats_random():

@@ -14,7 +14,9 @@ Each update:
     other rollouts of the same arrivals, not against a state-value estimate;
   * takes one Adam step on −mean(log π(a|s) · advantage) − β·entropy over decision steps, β annealed
     linearly from `ent_start` to `ent_end`. Advantages are divided by their batch standard deviation
-    (a scale fix of ours: rewards are in scaled seconds and vary by workload).
+    (a scale fix of ours: rewards are in scaled seconds and vary by workload). The gradient is taken over
+    the decision steps only, `loss_chunk` at a time (`gradient`): early in the curriculum most of a
+    rollout's `num_steps` come after its episode ended, and the network need not see them.
 
 The network is injected: any object with `init(key, obs)`, `act(params, obs, key) -> (action, log_prob,
 entropy)` and `evaluate(params, obs, action) -> (log_prob, entropy)` on one observation, e.g.
@@ -52,10 +54,11 @@ class ReinforceConfig:
     curriculum_start_s: float = 0.0  # mean episode length (s) at the start; 0: no truncation
     curriculum_end_s: float = 0.0
     min_time_s: float = 1.0  # shortest truncated episode
+    loss_chunk: int = 512  # decision steps per gradient pass (`Reinforce.gradient`)
 
     def __post_init__(self):
         at_least(self, "reinforce", ("num_sequences", "rollouts", "num_steps", "total_updates",
-                                     "updates_per_chunk"))  # fmt: skip
+                                     "updates_per_chunk", "loss_chunk"))  # fmt: skip
         positive(self, "reinforce", ("lr", "max_grad_norm"))
         if self.total_updates % self.updates_per_chunk:
             raise ValueError(
@@ -167,6 +170,8 @@ class Reinforce:
         return jnp.where(traj["decision"], togo - base, 0.0)
 
     def loss(self, params, traj, adv, ent_coef):
+        """The update's objective over every step at once (the reference for `gradient`, which computes its
+        gradient over the decision steps only)."""
         mask = traj["decision"].astype(jnp.float32)
         n = jnp.maximum(mask.sum(), 1.0)
         std = jnp.sqrt(jnp.sum(mask * adv**2) / n) + 1e-8
@@ -176,12 +181,53 @@ class Reinforce:
         entropy = jnp.sum(mask * ent) / n
         return pg - ent_coef * entropy, {"pg_loss": pg, "entropy": entropy}
 
+    def gradient(self, params, traj, adv, ent_coef):
+        """`(grads, aux)` of `loss`, computed over the decision steps alone: they are gathered to the front
+        and a `while_loop` differentiates `loss_chunk` of them at a time, summing, until every decision is
+        covered — the network never sees a step after its episode ended (most steps early in the
+        curriculum). Equal to `jax.grad(self.loss)` up to the order of float sums (tests)."""
+        c = self.config
+        mask = traj["decision"].reshape(-1)  # [T·B]
+        size = mask.shape[0]
+        n_dec = mask.sum(dtype=jnp.int32)
+        n = jnp.maximum(n_dec.astype(jnp.float32), 1.0)
+        adv = adv.reshape(-1)
+        std = jnp.sqrt(jnp.sum(jnp.where(mask, adv**2, 0.0)) / n) + 1e-8
+        weight = jax.lax.stop_gradient(jnp.where(mask, adv / std, 0.0))
+        chunk = min(c.loss_chunk, size)
+        n_slots = -(-size // chunk) * chunk
+        order = jnp.argsort((~mask).astype(jnp.int32), stable=True)  # decision steps first, in order
+        order = jnp.pad(order, (0, n_slots - size))  # slices past the end read step 0, marked invalid
+        obs = jax.tree.map(lambda x: x.reshape((size, *x.shape[2:])), traj["obs"])
+        actions = traj["action"].reshape((size, *traj["action"].shape[2:]))
+        evaluate = jax.vmap(self.network.evaluate, in_axes=(None, 0, 0))
+
+        def chunk_loss(p, idx, valid):
+            logp, ent = evaluate(p, jax.tree.map(lambda x: x[idx], obs), actions[idx])
+            pg = -jnp.sum(jnp.where(valid, logp * weight[idx], 0.0)) / n
+            entropy = jnp.sum(jnp.where(valid, ent, 0.0)) / n
+            return pg - ent_coef * entropy, (pg, entropy)
+
+        def body(carry):
+            i, grads, pg, entropy = carry
+            start = i * chunk
+            idx = jax.lax.dynamic_slice(order, (start,), (chunk,))
+            valid = start + jnp.arange(chunk) < n_dec
+            g, (pg_i, ent_i) = jax.grad(chunk_loss, has_aux=True)(params, idx, valid)
+            return i + 1, jax.tree.map(jnp.add, grads, g), pg + pg_i, entropy + ent_i
+
+        zero = jnp.float32(0.0)
+        init = (jnp.int32(0), jax.tree.map(jnp.zeros_like, params), zero, zero)
+        n_chunks = (n_dec + chunk - 1) // chunk
+        _, grads, pg, entropy = jax.lax.while_loop(lambda cr: cr[0] < n_chunks, body, init)
+        return grads, {"pg_loss": pg, "entropy": entropy}
+
     def update_step(self, runner: ReinforceRunner, env_params):
         key, k_roll = jax.random.split(runner.key)
         traj, ep, ended = self.rollout(runner.params, env_params, k_roll, runner.update)
         adv = self.advantages(traj)
         ent_coef = self.ent_coef(runner.update)
-        grads, aux = jax.grad(self.loss, has_aux=True)(runner.params, traj, adv, ent_coef)
+        grads, aux = self.gradient(runner.params, traj, adv, ent_coef)
         updates, opt_state = self.opt.update(grads, runner.opt_state, runner.params)
         params = optax.apply_updates(runner.params, updates)
         ended_f = ended.astype(jnp.float32)

@@ -76,8 +76,10 @@ def node_inputs(obs: DAGObs, features: str, n_executors: int) -> jax.Array:
 
 
 class IdleDAGPolicy(nn.Module):
-    """`obs -> (stage logits f32[J·S], limit logits f32[J, k], idle-head inputs f32[J·S, 3H])`, and
-    `idle_scores(f32[g + 1, 3H + 1]) -> f32[g + 1]`; see the module docstring."""
+    """`obs -> (stage logits f32[J·S], limit-head inputs f32[J, 2H], idle-head inputs f32[J·S, 3H])`, with
+    `limit_scores(f32[k, 2H + 1]) -> f32[k]` and `idle_scores(f32[g + 1, 3H + 1]) -> f32[g + 1]` applied at
+    the chosen stage only (its job's k limits, its g + 1 slots: scoring every job's limits for every
+    training observation was a third of an update); see the module docstring."""
 
     config: DAGConfig
     hidden: int = 16
@@ -99,19 +101,24 @@ class IdleDAGPolicy(nn.Module):
         job_s = jnp.repeat(job[:, None, :], s, axis=1)
         glob_s = jnp.broadcast_to(glob, (j, s, glob.shape[-1]))
         stage_logits = self.stage_head(jnp.concatenate([x, emb, job_s, glob_s], -1))[..., 0].reshape(-1)
-        limits = jnp.broadcast_to((jnp.arange(1, k + 1, dtype=jnp.float32) / k)[None, :, None], (j, k, 1))
-        limit_in = jnp.concatenate(
-            [jnp.broadcast_to(job[:, None, :], (j, k, job.shape[-1])),
-             jnp.broadcast_to(glob, (j, k, glob.shape[-1])), limits], -1,
-        )  # fmt: skip
-        limit_logits = self.limit_head(limit_in)[..., 0]
+        limit_in = jnp.concatenate([job, jnp.broadcast_to(glob, (j, glob.shape[-1]))], -1)  # [J, 2H]
         idle_in = jnp.concatenate([emb, job_s, glob_s], -1).reshape(j * s, -1)
-        if self.is_initializing():  # create the idle head's parameters
+        if self.is_initializing():  # create the two conditional heads' parameters
+            self.limit_scores(limit_scores_input(limit_in[0], k))
             self.idle_scores(idle_scores_input(idle_in[0], cfg.idle_levels))
-        return stage_logits, limit_logits, idle_in
+        return stage_logits, limit_in, idle_in
+
+    def limit_scores(self, feats):
+        return self.limit_head(feats)[..., 0]
 
     def idle_scores(self, feats):
         return self.idle_head(feats)[..., 0]
+
+
+def limit_scores_input(job_in, n_executors: int):
+    """`f32[k, H' + 1]`: one job's limit-head inputs beside p / k for p = 1..k."""
+    ps = (jnp.arange(1, n_executors + 1, dtype=jnp.float32) / n_executors)[:, None]
+    return jnp.concatenate([jnp.repeat(job_in[None, :], n_executors, 0), ps], -1)
 
 
 def idle_scores_input(stage_in, idle_levels: int):
@@ -150,12 +157,15 @@ class IdleDAGNetwork:
     def init(self, key, obs: DAGObs):
         return self.module.init(key, obs)
 
-    def _conditionals(self, params, obs: DAGObs, limit_logits, idle_in, a_stage):
+    def _conditionals(self, params, obs: DAGObs, limit_in, idle_in, a_stage):
         """Masked logits of the limit and idle heads at the stage `a_stage`."""
         cfg = self.config
         j = a_stage // cfg.max_stages
         limit_ok = jnp.arange(1, cfg.n_executors + 1) >= obs.limit_min[j]
-        limit = _masked(limit_logits[j], limit_ok)
+        limit_logits = self.module.apply(
+            params, limit_scores_input(limit_in[j], cfg.n_executors), method=IdleDAGPolicy.limit_scores
+        )
+        limit = _masked(limit_logits, limit_ok)
         feats = idle_scores_input(idle_in[a_stage], cfg.idle_levels)
         idle_logits = self.module.apply(params, feats, method=IdleDAGPolicy.idle_scores) + self.idle_offset
         r_ok = (jnp.arange(cfg.idle_levels + 1) == 0) | (obs.idle_ok[a_stage] & self.idle)
@@ -164,10 +174,10 @@ class IdleDAGNetwork:
     def act(self, params, obs: DAGObs, key):
         """Sample `(a_stage, a_limit, r)`; with its log-probability and the heads' entropy."""
         k_stage, k_limit, k_idle = jax.random.split(key, 3)
-        stage_logits, limit_logits, idle_in = self.module.apply(params, obs)
+        stage_logits, limit_in, idle_in = self.module.apply(params, obs)
         stage = _masked(stage_logits, obs.stage_mask)
         a_stage = jax.random.categorical(k_stage, stage)
-        limit, idle = self._conditionals(params, obs, limit_logits, idle_in, a_stage)
+        limit, idle = self._conditionals(params, obs, limit_in, idle_in, a_stage)
         a_limit = jax.random.categorical(k_limit, limit)
         r = jax.random.categorical(k_idle, idle)
         action = jnp.stack([a_stage, a_limit, r]).astype(jnp.int32)
@@ -175,8 +185,8 @@ class IdleDAGNetwork:
 
     def evaluate(self, params, obs: DAGObs, action):
         """`(log_prob, entropy)` of a taken action."""
-        stage_logits, limit_logits, idle_in = self.module.apply(params, obs)
-        limit, idle = self._conditionals(params, obs, limit_logits, idle_in, action[0])
+        stage_logits, limit_in, idle_in = self.module.apply(params, obs)
+        limit, idle = self._conditionals(params, obs, limit_in, idle_in, action[0])
         return self._score(_masked(stage_logits, obs.stage_mask), limit, idle, action)
 
     @staticmethod
