@@ -16,26 +16,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import statistics
-import time
 
 import jax
 
-from jaxsched.experiments.throughput import measure_chunks
+from jaxsched.experiments.report import write_json
+from jaxsched.experiments.throughput import measure_chunks, median_time
 from jaxsched.systems import load_run_config
 from jaxsched.systems.dag.config import build_dag
 from jaxsched.systems.dag.train import programs, reinforce_for
-
-
-def _median_time(fn, *args, repeats: int) -> float:
-    jax.block_until_ready(fn(*args))  # compile
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -78,9 +66,9 @@ def main() -> None:
     runner = alg.init(jax.random.key(0), train_params)
     traj, _, _ = jax.jit(alg.rollout)(runner.params, train_params, runner.key, a.at_update)
     adv = alg.advantages(traj)
-    chunked = _median_time(jax.jit(alg.gradient), runner.params, traj, adv, 0.01, repeats=a.repeats)
+    chunked = median_time(jax.jit(alg.gradient), runner.params, traj, adv, 0.01, repeats=a.repeats)
     full = jax.jit(jax.grad(alg.loss, has_aux=True))
-    full_s = _median_time(full, runner.params, traj, adv, 0.01, repeats=a.repeats)
+    full_s = median_time(full, runner.params, traj, adv, 0.01, repeats=a.repeats)
     n_dec = int(traj["decision"].sum())
     grad = {"gradient_s": chunked, "full_batch_s": full_s, "decisions": n_dec,
             "steps": int(traj["decision"].size), "at_update": a.at_update}  # fmt: skip
@@ -91,8 +79,7 @@ def main() -> None:
         flush=True,
     )
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump(records, f, indent=2)
+        write_json(a.json, records)
 
 
 if __name__ == "__main__":

@@ -92,6 +92,11 @@ def _time(fn, *args, repeats: int) -> tuple[float, list[float]]:
     return first, times
 
 
+def median_time(fn, *args, repeats: int = 3) -> float:
+    """Median seconds of `repeats` calls of `fn(*args)`, after one untimed call (compile, warm-up)."""
+    return statistics.median(_time(fn, *args, repeats=repeats)[1])
+
+
 def measure_env(
     env,
     params,

@@ -26,7 +26,6 @@ once per training seed of DAS (of the most-trained variant when DAS has none): t
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from pathlib import Path
 
@@ -37,6 +36,7 @@ import numpy as np
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
 from jaxsched.agents.das import PRESETS
 from jaxsched.experiments.stats import wilcoxon_signed_rank
+from jaxsched.experiments.throughput import median_time
 from jaxsched.policies.gpu_cloud import make_heuristic
 from jaxsched.systems.das.config import CLUSTER_SIZES, DASConfig, load_das_config
 from jaxsched.systems.das.evaluate import (
@@ -192,16 +192,6 @@ def load_level_lines(levels: dict) -> list[str]:
 
 
 # ---- App. F: decision latency ---------------------------------------------------------------------------
-def _median_time(fn, *args, repeats: int = 20) -> float:
-    jax.block_until_ready(fn(*args))  # compile and warm up
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def latency_rows(cfg: DASConfig, variants, planners=()) -> list[dict]:
     """Seconds per scheduling round (one env, batch 1, on this device) of each heuristic, trained
     variant and planner, on busy decision points of FIFO-LoadBalance episodes; per job = per round ÷ the
@@ -218,13 +208,13 @@ def latency_rows(cfg: DASConfig, variants, planners=()) -> list[dict]:
     for name in cfg.eval.policies:
         heuristic = make_heuristic(name)
         policy = jax.jit(lambda o, k, p=heuristic: p(None, o, k))
-        rows.append({"name": name, "round_s": _median_time(policy, obs, key)})
+        rows.append({"name": name, "round_s": median_time(policy, obs, key, repeats=20)})
     for v in variants:
         agent = DASAgent.for_env(cfg.agent.agent_config(v), env)
         history = agent.initial_carry()
         actor = agent.init(jax.random.key(2), obs, history)  # latency does not depend on the weights
         act = jax.jit(lambda a, o, h, k, ag=agent: ag.act(a, o, h, k, greedy=True))
-        rows.append({"name": v, "round_s": _median_time(act, actor, obs, history, key)})
+        rows.append({"name": v, "round_s": median_time(act, actor, obs, history, key, repeats=20)})
     for p in planners:
         planner = {"mosa": make_mosa, "malo": make_malo}[p](env, test_params)
         rows.append({"name": p, "round_s": time_per_decision(env, test_params, planner, key, skip=200)})
