@@ -28,6 +28,27 @@ def test_time_baseline_by_hand():
     np.testing.assert_allclose(b[1, :2], [-5.5, -3.0])
 
 
+def test_network_inputs_by_hand():
+    """The paper's Fig. 1 at t = 0: job 1 (one stage, one 20 s task) is runnable on the one idle executor;
+    job 2 has not arrived (its slot is empty: all zeros)."""
+    from jaxsched.envs.dag import DAGEnv
+    from jaxsched.envs.dag_params import DAGConfig
+    from jaxsched.nn.idle_dag import network_inputs
+    from jaxsched.workloads.dag_bank import DAGTemplates, make_bank
+
+    one = np.zeros((1, 1), bool)
+    tm = DAGTemplates.from_lists([dict(name="j1", adj=one, n_tasks=[1], duration=[20_000]),
+                                  dict(name="j2", adj=one, n_tasks=[1], duration=[4_000])])  # fmt: skip
+    env = DAGEnv(DAGConfig(n_executors=1, max_slots=2, max_stages=1))
+    obs, _ = env.reset(jax.random.PRNGKey(0), env.make_params(make_bank(tm, [[0, 1]], [[0, 2_000]])))
+    stage_x, job_x, job_feat = (np.asarray(x) for x in network_inputs(obs, 1))
+    l1, l20 = np.log1p(1.0), np.log1p(20.0)
+    np.testing.assert_allclose(stage_x[0, 0], [l1, l20, l20, 1, 0, 0, 0], rtol=1e-6)
+    np.testing.assert_allclose(job_x[0], [0, 0, l20, 1], rtol=1e-6)  # no executor yet, no wait, 1 idle
+    np.testing.assert_allclose(job_feat[0], [l20, np.log1p(1.0)], rtol=1e-6)  # critical path 20 s, width 1
+    assert not stage_x[1].any() and not job_x[1].any() and not job_feat[1].any()
+
+
 @pytest.fixture(scope="module")
 def quick():
     env, params = jaxsched.make("dag-quick", max_events=None)
