@@ -40,13 +40,22 @@ def test_network_inputs_by_hand():
     tm = DAGTemplates.from_lists([dict(name="j1", adj=one, n_tasks=[1], duration=[20_000]),
                                   dict(name="j2", adj=one, n_tasks=[1], duration=[4_000])])  # fmt: skip
     env = DAGEnv(DAGConfig(n_executors=1, max_slots=2, max_stages=1))
-    obs, _ = env.reset(jax.random.PRNGKey(0), env.make_params(make_bank(tm, [[0, 1]], [[0, 2_000]])))
+    params = env.make_params(make_bank(tm, [[0, 1]], [[0, 2_000]]))
+    obs, state = env.reset(jax.random.PRNGKey(0), params)
     stage_x, job_x, job_feat = (np.asarray(x) for x in network_inputs(obs, 1))
     l1, l20 = np.log1p(1.0), np.log1p(20.0)
     np.testing.assert_allclose(stage_x[0, 0], [l1, l20, l20, 1, 0, 0, 0], rtol=1e-6)
     np.testing.assert_allclose(job_x[0], [0, 0, l20, 1], rtol=1e-6)  # no executor yet, no wait, 1 idle
     np.testing.assert_allclose(job_feat[0], [l20, np.log1p(1.0)], rtol=1e-6)  # critical path 20 s, width 1
     assert not stage_x[1].any() and not job_x[1].any() and not job_feat[1].any()
+    # Job 1 delayed by r = 1 (2 s): at t = 2 s its timer has ended (delayed, not held) and job 2 arrives.
+    obs, state, *_ = env.step_env(jax.random.PRNGKey(1), state, jnp.array([0, 0, 1]), params)
+    assert int(obs.t) == 2_000
+    stage_x, job_x, _ = (np.asarray(x) for x in network_inputs(obs, 1))
+    np.testing.assert_allclose(stage_x[0, 0], [l1, l20, l20, 1, 1, 0, 0], rtol=1e-6)
+    np.testing.assert_allclose(job_x[0], [0, np.log1p(2.0), l20, 1], rtol=1e-6)  # waited 2 s
+    l4 = np.log1p(4.0)
+    np.testing.assert_allclose(stage_x[1, 0], [l1, l4, l4, 1, 0, 0, 0], rtol=1e-6)
 
 
 @pytest.fixture(scope="module")
