@@ -226,9 +226,15 @@ def test_reset_asks_first_decision_and_auto_reset():
     for i in range(200):
         obs, state, r, term, trunc, info = step(jax.random.PRNGKey(i), state, fifo(None, obs, None), params)
         assert np.isfinite(float(r)) and float(r) <= 0.0
+        # `observe_from_state`: the step observes the selected state once; that must be, leaf for leaf,
+        # the stepped state's observation, or at an episode's end the fresh reset's
+        want = info["final_observation"]
         if bool(info["done"]):
             done_seen += 1
             assert int(state.n_finished) == 0 and int(info["episode_metrics"]["n_finished"]) == N_JOBS
+            want, _ = env.reset(jax.random.split(jax.random.PRNGKey(i))[1], params)
+        for a, b in zip(jax.tree.leaves(obs), jax.tree.leaves(want), strict=True):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert done_seen >= 2
 
 

@@ -8,7 +8,10 @@ gymnax-1.0-style and functional:
 Subclasses implement `reset_env` and `step_env` (one decision, no auto-reset), `action_mask`,
 `observation_space`, `action_space` and `metrics`. `step` adds auto-reset: when the episode ends the
 returned state and observation are those of a fresh episode, and the pre-reset observation is in
-`info["final_observation"]`, so a `lax.scan` over steps never branches in Python.
+`info["final_observation"]`, so a `lax.scan` over steps never branches in Python. An env whose observation
+is a pure function `observe(state, params)` may set `observe_from_state = True`: `step` then selects the
+state and observes it once, instead of observing the reset state too and selecting both observations
+(under `vmap` the reset runs at every step, so this is work saved at every step; the result is the same).
 
 The static config (sizes, window, capacities) lives on the env object and is hashable; everything a
 sweep may vary, the workload bank included, is the `params` pytree, which `vmap`s.
@@ -29,6 +32,7 @@ class Environment(Generic[State, Params]):
     """Base class: auto-reset on top of `reset_env` / `step_env`."""
 
     name: str = "env"
+    observe_from_state: bool = False  # obs == self.observe(state, params) after reset and every step
 
     # ---- what a simulator implements -------------------------------------------------------------
     def default_params(self) -> Params:
@@ -78,5 +82,8 @@ class Environment(Generic[State, Params]):
         info["episode_metrics"] = self.metrics(state_st, params)
         info["done"] = done
         state_out = jax.tree.map(lambda a, b: jax.lax.select(done, a, b), state_re, state_st)
-        obs_out = jax.tree.map(lambda a, b: jax.lax.select(done, a, b), obs_re, obs)
+        if self.observe_from_state:  # the reset's own observation is then unused (XLA drops it)
+            obs_out = self.observe(state_out, params)
+        else:
+            obs_out = jax.tree.map(lambda a, b: jax.lax.select(done, a, b), obs_re, obs)
         return obs_out, state_out, reward, terminated, truncated, info

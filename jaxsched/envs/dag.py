@@ -76,6 +76,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
     (slot·S + stage, limit − 1, r)."""
 
     name = "dag"
+    observe_from_state = True  # `step` observes the selected state once (core.env)
 
     def __init__(self, config: DAGConfig | None = None):
         self.config = DAGConfig() if config is None else config
