@@ -6,8 +6,9 @@ CONFIG [--checkpoint RUN_DIR]` evaluates the system's heuristic baselines and a 
 held-out episodes; `report CONFIG` shows where the config's runs stand (training and evaluation tables,
 learning curves); `bench [CONFIG]` measures the env's throughput with one of its heuristics. `table
 SYSTEM` prints a paper's tables (DBF: the split sweep over trained runs); `hpc-table` is DBF's
-RLScheduler-compatible heuristic table. The CLI is the only module that knows the registry of systems
-(`jaxsched.systems`).
+RLScheduler-compatible heuristic table; `tpch-convert SRC DST --allow-pickle` turns Decima's pickled TPC-H
+folder into the safe `.npz` the DAG configs read (`workload.tpch_npz`). The CLI is the only module that
+knows the registry of systems (`jaxsched.systems`).
 
 `demo` (the README's main job) builds a Lublin-model workload on the device, runs the HPC env with the
 classic heuristics over held-out episodes and prints their metrics as a table.
@@ -192,6 +193,26 @@ def _run_bench(args) -> int:
     return 0
 
 
+def _add_tpch_convert(sub) -> None:
+    p = sub.add_parser(
+        "tpch-convert", help="Decima's TPC-H folder (pickled task durations) -> a safe .npz (workloads.tpch)"
+    )
+    p.add_argument("src", help="the folder holding 2g/ 5g/ ... 100g/ (adj_mat_q.npy, task_duration_q.npy)")
+    p.add_argument("dst", help="the .npz to write")
+    p.add_argument(
+        "--allow-pickle", action="store_true",
+        help="read the pickled duration files (through a restricted unpickler; a trusted source only)",
+    )  # fmt: skip
+    p.set_defaults(func=_run_tpch_convert)
+
+
+def _run_tpch_convert(args) -> int:
+    from jaxsched.workloads.tpch import convert_tpch
+
+    print(convert_tpch(args.src, args.dst, allow_pickle=args.allow_pickle))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jaxsched", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -201,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report(sub)
     _add_system_commands(sub)
     _add_bench(sub)
+    _add_tpch_convert(sub)
     return parser
 
 

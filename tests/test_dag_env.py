@@ -4,6 +4,7 @@ hand cases (Fig. 1, Fig. 3's width, the return), compile-once and vmap = loop.""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import chex
@@ -16,6 +17,7 @@ from reference.dag import RefDAGEnv, random_valid_action
 from jaxsched.core.episode import run_episode, stateless
 from jaxsched.envs.dag import DAGEnv
 from jaxsched.envs.dag_params import DAGConfig
+from jaxsched.envs.dag_waves import interval_map
 from jaxsched.workloads.dag_bank import DAGTemplates, make_bank, template_features
 
 K, J, S, G = 3, 3, 5, 4  # one static shape for every differential sequence: one compile
@@ -50,9 +52,35 @@ def random_episode(rng: np.random.Generator, n_jobs: int, n_templates: int, mean
     return rng.integers(0, n_templates, n_jobs), arrival - arrival[0]
 
 
+WAVE_KEYS, WAVE_POINTS, WAVE_D = (1, 2, 3, 4, 6), (1, 2, 4), 4  # n = 3 falls between the points 2 and 4
+
+
+@dataclasses.dataclass
+class Waves:  # the fields of workloads.tpch.WaveTable that the env reads
+    values: np.ndarray
+    count: np.ndarray
+    present: np.ndarray
+    keys: np.ndarray
+
+
+def random_waves(rng: np.random.Generator, tm: DAGTemplates) -> Waves:
+    """A wave table for `tm`: per (template, stage, key) a first wave (present or not, sometimes empty after
+    decima's cleaning), a rest wave and fresh durations, some empty; values on a coarse grid half of the
+    time, so completions coincide."""
+    t, k = tm.n_stages.shape[0], len(WAVE_KEYS)
+    present = rng.random((t, S, k)) < 0.7
+    present[:, :, 0] |= ~present.any(axis=2)  # every stage has a first-wave key
+    count = rng.integers(0, WAVE_D + 1, (t, S, k, 3)) * present[..., None]
+    count[..., 0] = np.where(rng.random((t, S, k)) < 0.85, np.maximum(count[..., 0], 1), 0) * present
+    coarse = rng.integers(1, 5, (t, S, k, 3, WAVE_D)) * 400
+    values = np.where(rng.random((t, S, k, 3, 1)) < 0.5, coarse, rng.integers(1, 2500, coarse.shape))
+    values = values * (np.arange(WAVE_D) < count[..., None])
+    return Waves(values.astype(np.int32), count.astype(np.int32), present, np.array(WAVE_KEYS, np.int32))
+
+
 @functools.cache
-def env_and_step():
-    env = DAGEnv(DAGConfig(n_executors=K, max_slots=J, max_stages=S, idle_levels=G))
+def env_and_step(task_waves: bool = False):
+    env = DAGEnv(DAGConfig(n_executors=K, max_slots=J, max_stages=S, idle_levels=G, task_waves=task_waves))
 
     @jax.jit
     @chex.assert_max_traces(n=1)
@@ -86,11 +114,13 @@ def assert_same(obs, state, snap, where: str):
     assert int(state.invalid) == snap["invalid"], where
 
 
-def run_sequence(seed: int, steps: int = 200):
-    """One random episode driven by both simulators with the same actions; returns what it covered."""
-    env, reset, step = env_and_step()
+def run_sequence(seed: int, steps: int = 200, task_waves: bool = False):
+    """One random episode driven by both simulators with the same actions; returns what it covered.
+    With `task_waves`, task durations are drawn from a random wave table (decima-sim's sampling)."""
+    env, reset, step = env_and_step(task_waves)
     rng = np.random.default_rng(seed)
     tm = random_templates(rng, N_TEMPLATES, S)
+    waves = random_waves(rng, tm) if task_waves else None
     template, arrival = random_episode(rng, N_JOBS, N_TEMPLATES, mean_gap=float(rng.choice([300, 2000])))
     knobs = dict(
         moving_delay=int(rng.choice([0, 0, 250, 700])),
@@ -99,10 +129,13 @@ def run_sequence(seed: int, steps: int = 200):
         max_time=int(rng.choice([2**31 - 1, 2**31 - 1, 4000])),
     )
     bank = make_bank(tm, template[None], arrival[None])
-    params = env.make_params(bank, **knobs)
-    ref = ref_env(tm, template, arrival, **knobs)
-    snap = ref.reset()
+    wave_kw = dict(waves=waves, wave_points=WAVE_POINTS) if task_waves else {}
+    params = env.make_params(bank, **knobs, **wave_kw)
     obs, state = reset(params)
+    if task_waves:
+        wave_kw = dict(waves=waves, data_points=WAVE_POINTS, wave_seed=int(state.seed))
+    ref = ref_env(tm, template, arrival, **knobs, **wave_kw)
+    snap = ref.reset()
     assert_same(obs, state, snap, f"seed {seed} reset")
     covered = {"idle": 0, "moving": 0, "invalid": 0, "truncated": 0}
     for i in range(steps):
@@ -142,6 +175,16 @@ def test_differential_random_sequences():
     assert total["idle"] > 100 and total["moving"] > 50 and total["invalid"] > 50 and total["truncated"] > 5
 
 
+def test_differential_task_waves():
+    """decima-sim's per-task sampling (`task_waves`): random wave tables, the same reference with its
+    plain-Python draws; every snapshot field (so every task's end), reward and flag equal."""
+    total = {"idle": 0, "moving": 0, "invalid": 0, "truncated": 0}
+    for seed in range(40):
+        for key, value in run_sequence(1000 + seed, steps=400, task_waves=True).items():
+            total[key] += value
+    assert total["idle"] > 30 and total["moving"] > 20 and total["invalid"] > 20
+
+
 # ---- the paper's hand cases ----------------------------------------------------------------------------
 def fig1_params(reward_scale=1.0):
     one = np.zeros((1, 1), bool)
@@ -175,6 +218,70 @@ def test_fig1(actions, jcts, scale):
     assert float(m["avg_jct"]) == pytest.approx(sum(jcts) / 2000.0)
     assert total == pytest.approx(-sum(jcts) / 1000.0 / scale)  # the return is −Σ JCT / scale
     assert float(m["idle_per_delayed"]) == (2.0 if len(actions) == 3 else 0.0)
+
+
+def wave_chain_jct(first, rest, fresh, warmup=0) -> float:
+    """JCT (s) of one job, stage 0 (3 tasks) -> stage 1 (1 task), on one executor with `task_waves`: each list
+    has at most one value, the only key is 5, so the draws cannot matter."""
+    tm = DAGTemplates.from_lists(
+        [dict(name="chain", adj=[[0, 1], [0, 0]], n_tasks=[3, 1], duration=[1000, 1000])], max_stages=2
+    )
+    lists = (first, rest, fresh)
+    values = np.zeros((1, 2, 1, 3, 1), np.int32)
+    count = np.zeros((1, 2, 1, 3), np.int32)
+    for kind, v in enumerate(lists):
+        values[0, :, 0, kind, 0] = v or 0
+        count[0, :, 0, kind] = v is not None
+    waves = Waves(values, count, np.ones((1, 2, 1), bool), np.array([5], np.int32))
+    env = DAGEnv(DAGConfig(n_executors=1, max_slots=1, max_stages=2, idle_levels=2, task_waves=True))
+    bank = make_bank(tm, np.zeros((1, 1), np.int32), np.zeros((1, 1), np.int64))
+    params = env.make_params(bank, warmup_delay=warmup, waves=waves, wave_points=(5,))
+    obs, state = env.reset_env(jax.random.PRNGKey(0), params)
+    for stage in (0, 1):  # FIFO: each stage when it becomes runnable, limit 1, no idle slot
+        assert bool(obs.stage_mask[stage])
+        obs, state, *_ = env.step_env(jax.random.PRNGKey(0), state, jnp.array([stage, 0, 0]), params)
+    assert int(state.n_finished) == 1
+    return int(state.jct[0]) / 1000.0
+
+
+@pytest.mark.parametrize(
+    "lists, warmup, jct",
+    [
+        # fresh to the job: the fresh sample; then the rest wave twice; stage 1: the first wave
+        ((100, 30, 500), 0, 0.5 + 0.03 + 0.03 + 0.1),
+        # no fresh samples: the first wave plus the warm-up
+        ((100, 30, None), 7, 0.107 + 0.03 + 0.03 + 0.1),
+        # no rest samples: the first wave for the continuations too
+        ((100, None, 500), 0, 0.5 + 0.1 + 0.1 + 0.1),
+        # no first wave: the fresh samples stand in (decima's fallback)
+        ((None, 30, 500), 0, 0.5 + 0.03 + 0.03 + 0.5),
+    ],
+)
+def test_task_waves_by_hand(lists, warmup, jct):
+    assert wave_chain_jct(*lists, warmup=warmup) == pytest.approx(jct)
+
+
+def test_interval_map_is_decimas():
+    """decima-sim's `get_executor_interval_map` docstring: 0-5 -> (5, 5), 6-9 -> (5, 10), 10 -> (10, 10),
+    ..., 99 -> (80, 100), 100 -> (100, 100); beyond the last point, (100, 100)."""
+    lo, hi = interval_map(120)
+    want = {0: (5, 5), 5: (5, 5), 6: (5, 10), 9: (5, 10), 10: (10, 10), 11: (10, 20), 45: (40, 50),
+            99: (80, 100), 100: (100, 100), 120: (100, 100)}  # fmt: skip
+    assert {n: (int(lo[n]), int(hi[n])) for n in want} == want
+
+
+def test_task_waves_bad_input():
+    env = DAGEnv(DAGConfig(n_executors=2, max_slots=2, max_stages=2, task_waves=True))
+    tm = DAGTemplates.from_lists([dict(name="a", adj=[[0]], n_tasks=[1], duration=[5])], max_stages=2)
+    bank = make_bank(tm, np.zeros((1, 1), np.int32), np.zeros((1, 1), np.int64))
+    with pytest.raises(ValueError, match="task_waves needs the wave samples"):
+        env.make_params(bank)
+    waves = Waves(np.ones((1, 1, 1, 3, 1), np.int32), np.ones((1, 1, 1, 3), np.int32),
+                  np.ones((1, 1, 1), bool), np.array([7], np.int32))  # fmt: skip
+    with pytest.raises(ValueError, match="waves.keys: lacks the data point 5"):
+        env.make_params(bank, waves=waves)
+    with pytest.raises(ValueError, match="dag.task_waves is off"):
+        DAGEnv(DAGConfig(n_executors=2, max_slots=2, max_stages=2)).make_params(bank, waves=waves)
 
 
 def test_fig3_average_width():

@@ -51,6 +51,8 @@ def test_shipped_configs_load():
     assert cfg.workload.source == "synthetic" and cfg.workload.jobs_per_episode == 40
     assert cfg.agent.variants == ("full", "no_idle") and cfg.num_seeds == 2
     assert (cfg.reinforce.curriculum_start_s, cfg.reinforce.curriculum_end_s) == (30.0, 100.0)
+    decima = load_run_config(ROOT / "configs/dag/decima.yaml")[1]
+    assert decima.env.task_waves and decima.workload.source == "tpch" and decima.env.n_executors == 50
     for name in ("synthetic", "mixed", "tpch_like"):
         _, other = load_run_config(ROOT / f"configs/dag/{name}.yaml")
         assert other.workload.source == name and other.workload.test_seed != other.workload.bank_seed
@@ -82,6 +84,7 @@ def test_shipped_configs_load():
         ({"agent": {"variants": ["full", "full"]}}, r"agent.variants has duplicates"),
         ({"reinforce": {"updates_per_chunk": 3}}, r"reinforce.updates_per_chunk \(3\) must divide"),
         ({"eval": {"baselines": ["tetris"]}}, r"eval.baselines: unknown heuristic 'tetris'"),
+        ({"env": {"task_waves": True}}, r"env.task_waves samples decima-sim's .* needs workload.source tpch"),
     ],
 )
 def test_config_errors_name_the_field(sections, message):

@@ -50,6 +50,7 @@ from jaxsched.envs.dag_params import (
     DAGState,
     make_params,
 )
+from jaxsched.envs.dag_waves import sample_durations
 from jaxsched.workloads.dag_bank import DAGBank
 
 
@@ -122,16 +123,34 @@ class DAGEnv(Environment[DAGState, DAGParams]):
     def _decision_needed(self, state: DAGState, params: DAGParams) -> jax.Array:
         return jnp.any(state.ex_state == 0) & jnp.any(self._runnable(state, params))
 
+    def _task_durations(self, state, params, slot, stage, task, fresh, same_stage, ex_job, ex_state):
+        """`i32[k]`: the duration of a task of (`slot`, `stage`) with index `task` started on each executor
+        (i32[k] each), `fresh` to the job or continuing its `same_stage` (bool[k]). Without `task_waves`, the
+        template's duration (+ `warmup_delay` when fresh); with it, a draw from decima-sim's waves
+        (`envs.dag_waves`) keyed by the executors bound to the job (`ex_job`, `ex_state` after the update:
+        idle or running, not moving)."""
+        if not self.config.task_waves:
+            return state.duration[slot, stage] + jnp.where(fresh, params.warmup_delay, 0)
+        job = state.slot_job[slot]
+        bound = (ex_state != 2) & (ex_job >= 0)
+        per_job = jnp.sum((ex_job[None, :] == state.slot_job[:, None]) & bound[None, :], axis=1)  # [J]
+        return sample_durations(
+            params.waves, state.seed, state.slot_tmpl[slot], job, stage, task, per_job[slot], fresh,
+            same_stage, params.warmup_delay,
+        )  # fmt: skip
+
     # ---- reset / step ----------------------------------------------------------------------------
     def reset_env(self, key, params: DAGParams):
         cfg = self.config
         j, s, k = cfg.max_slots, cfg.max_stages, cfg.n_executors
         b = params.bank
         ep = jax.random.randint(key, (), 0, b.template.shape[0])
+        seed = jax.random.bits(jax.random.fold_in(key, 1), (), jnp.uint32)  # `ep` keeps its draw from `key`
         zi, zf = jnp.int32(0), jnp.float32(0.0)
         zjs = jnp.zeros((j, s), jnp.int32)
         state = DAGState(
-            t=b.arrival[ep, 0], ep=ep, n_jobs=b.n_jobs[ep], next_arr=zi, next_admit=zi, n_finished=zi,
+            t=b.arrival[ep, 0], ep=ep, seed=seed, n_jobs=b.n_jobs[ep], next_arr=zi, next_admit=zi,
+            n_finished=zi,
             slot_job=jnp.full((j,), -1, jnp.int32), slot_tmpl=jnp.zeros((j,), jnp.int32),
             slot_arrival=jnp.zeros((j,), jnp.int32),
             dispatched=zjs, done=zjs, moving=zjs, delayed=jnp.zeros((j, s), bool), hold_until=zjs,
@@ -216,13 +235,20 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         moves = chosen & cls2 & (params.moving_delay > 0)
         starts = chosen & ~moves
         fresh = ~((state.ex_job == jid) & state.ex_warm)
-        task_end = state.t + duration[j, s] + jnp.where(fresh, params.warmup_delay, 0)
+        ex_state = jnp.where(starts, 1, jnp.where(moves, 2, state.ex_state))
+        ex_job = jnp.where(chosen, jid, state.ex_job)
+        # tasks go out in rank order: a start's task index is dispatched + its rank
+        task = state.dispatched[j, s] + rank
+        run_for = self._task_durations(
+            state, params, j, s, task, fresh, state.ex_stage == s, ex_job, ex_state
+        )
+        task_end = state.t + run_for
         return state.replace(
-            ex_state=jnp.where(starts, 1, jnp.where(moves, 2, state.ex_state)),
+            ex_state=ex_state,
             ex_until=jnp.where(
                 starts, task_end, jnp.where(moves, state.t + params.moving_delay, state.ex_until)
             ),
-            ex_job=jnp.where(chosen, jid, state.ex_job),
+            ex_job=ex_job,
             ex_slot=jnp.where(chosen, j, state.ex_slot),
             ex_stage=jnp.where(chosen, s, state.ex_stage),
             ex_warm=jnp.where(starts, True, jnp.where(moves, False, state.ex_warm)),
@@ -282,7 +308,9 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         left = n_tasks - state.dispatched  # [J, S] tasks not started
         run = state.ex_state == 1
         k_stage = jnp.maximum(state.ex_stage, 0)
-        cont = run & (left[state.ex_slot, k_stage] > 0)
+        # with task waves a continuation's duration is drawn at its start: no closed form, every completion
+        # is an event time
+        cont = run & (left[state.ex_slot, k_stage] > 0) & (not cfg.task_waves)
         c_slot = jnp.where(cont, state.ex_slot, cfg.max_slots)  # others out of range: dropped
 
         def per_stage(values, init=0, op="add"):  # [k] -> [J, S] over the cont executors
@@ -307,7 +335,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         finish = jnp.full(left.shape, -1, jnp.int32).at[e_slot, k_stage].max(state.ex_until, mode="drop")
         each = jnp.min(jnp.where(ending, state.ex_until, INF_MS))
         last = jnp.min(jnp.where(finish >= 0, finish, INF_MS))
-        idling = jnp.where(jnp.any(self._open(state, params)), each, last)
+        idling = each if cfg.task_waves else jnp.where(jnp.any(self._open(state, params)), each, last)
         moves = jnp.min(jnp.where(state.ex_state == 2, state.ex_until, INF_MS))
         arrival = jnp.where(
             state.next_arr < state.n_jobs, b.arrival[state.ep, jnp.minimum(state.next_arr, n - 1)], INF_MS
@@ -350,11 +378,16 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         done = state.done.at[jnp.where(comp, k_slot, oob), k_stage].add(1, mode="drop")
         moving = state.moving.at[jnp.where(alive, k_slot, oob), k_stage].add(-1, mode="drop")
         left = (n_tasks - state.dispatched)[k_slot, k_stage]
-        gets = (comp | alive) & (_rank_within(comp | alive, group, alive) < left)
+        rank = _rank_within(comp | alive, group, alive)
+        gets = (comp | alive) & (rank < left)
         cont, start = gets & comp, gets & alive
         dispatched = state.dispatched.at[jnp.where(gets, k_slot, oob), k_stage].add(1, mode="drop")
         ex_state = jnp.where(start, 1, jnp.where(arr | comp & ~cont, 0, state.ex_state))
-        task_end = t + duration[k_slot, k_stage] + jnp.where(start, params.warmup_delay, 0)
+        task = state.dispatched[k_slot, k_stage] + rank  # tasks go out in rank order
+        run_for = self._task_durations(
+            state, params, k_slot, k_stage, task, start, cont, state.ex_job, ex_state
+        )
+        task_end = t + run_for
         ex_until = jnp.where(gets, task_end, jnp.where(arr | comp, INF_MS, state.ex_until))
         went_idle = (comp & ~cont) | (arr & ~start)
         stage_done = valid & (done >= n_tasks)

@@ -8,6 +8,9 @@ The semantics are `docs/dag.md`. Defaults and where they come from:
   * `max_time` 2**31 − 1 ms (none): episodes run until every job is done; a curriculum truncates by time.
   * `idle_levels` g = 10: the idle slot r·l/g in tenths of the stage's one-executor length (the paper
     names g but gives no value).
+  * `task_waves` off: every task of a stage lasts the template's duration (the paper's model, and what
+    lets the env fast-forward a stage's continuations in closed form). On (the `decima` preset), each task's
+    duration is drawn from decima-sim's measured waves (`envs.dag_waves`), one event time per completion.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import numpy as np
 from flax import struct
 
 from jaxsched.core.checks import at_least
+from jaxsched.envs.dag_waves import DECIMA_DATA_POINTS, TaskWaves, make_task_waves
 from jaxsched.workloads.dag_bank import MAX_STAGES, MAX_TIME_MS, DAGBank
 
 INF_MS = MAX_TIME_MS  # "never": an idle executor's `until`, a padded arrival
@@ -30,13 +34,16 @@ class DAGConfig:
     wait, invisible, in arrival order), `max_stages` S (the bank's padded width), `idle_levels` g.
     `max_events` caps the event times one step processes (None: run to the next decision): under `vmap`
     every env waits for the slowest, so a cap bounds a step's cost; a step that stops early returns
-    `info["decision"] = False` on the next call, which only continues the forward (its action unused)."""
+    `info["decision"] = False` on the next call, which only continues the forward (its action unused).
+    `task_waves` draws each task's duration from decima-sim's measured waves (`envs.dag_waves`; the params
+    then need `waves`)."""
 
     n_executors: int = 10
     max_slots: int = 16
     max_stages: int = 8
     idle_levels: int = 10
     max_events: int | None = None
+    task_waves: bool = False
 
     def __post_init__(self):
         at_least(self, "dag", ("n_executors", "max_slots", "max_stages", "idle_levels"))
@@ -51,13 +58,14 @@ class DAGConfig:
 @struct.dataclass
 class DAGParams:
     """The bank and every numeric knob (ms unless named): `moving_delay`, `warmup_delay` i32,
-    `reward_scale` f32 seconds, `max_time` i32 (truncation)."""
+    `reward_scale` f32 seconds, `max_time` i32 (truncation), `waves` (`task_waves` only, else None)."""
 
     bank: DAGBank
     moving_delay: jnp.ndarray
     warmup_delay: jnp.ndarray
     reward_scale: jnp.ndarray
     max_time: jnp.ndarray
+    waves: TaskWaves | None = None
 
 
 def make_params(
@@ -68,9 +76,17 @@ def make_params(
     warmup_delay: int = 0,
     reward_scale: float = 100.0,
     max_time: int = INF_MS,
+    waves=None,
+    wave_points=DECIMA_DATA_POINTS,
 ) -> DAGParams:
     """Check the bank against the static config (padding a narrower bank to `max_stages`) and bundle the
-    knobs. Errors name the field."""
+    knobs; `waves` (a `workloads.tpch.WaveTable` of the bank's templates, in their order) is required with
+    `config.task_waves` and refused without it; `wave_points` are the executor counts of decima's interval
+    map (its `executor_data_point`; every one must be a key of `waves`). Errors name the field."""
+    if config.task_waves and waves is None:
+        raise ValueError("dag.task_waves needs the wave samples: make_params(..., waves=tpch_wave_table())")
+    if waves is not None and not config.task_waves:
+        raise ValueError("waves given but dag.task_waves is off (set it to sample task durations from them)")
     s_bank = bank.max_stages
     if s_bank > config.max_stages:
         widest = int(np.max(np.asarray(bank.n_stages)))
@@ -93,12 +109,18 @@ def make_params(
         raise ValueError(f"dag.reward_scale must be > 0 s, got {reward_scale}")
     if not 0 < max_time <= INF_MS:
         raise ValueError(f"dag.max_time must be in (0, 2**31) ms, got {max_time}")
+    if waves is not None:
+        waves = make_task_waves(
+            waves, bank.n_stages, bank.duration, n_executors=config.n_executors, max_stages=config.max_stages,
+            data_points=wave_points,
+        )
     return DAGParams(
         bank=bank,
         moving_delay=jnp.int32(moving_delay),
         warmup_delay=jnp.int32(warmup_delay),
         reward_scale=jnp.float32(reward_scale),
         max_time=jnp.int32(max_time),
+        waves=waves,
     )
 
 
@@ -106,6 +128,7 @@ def make_params(
 class DAGState:
     t: jnp.ndarray  # i32 ms
     ep: jnp.ndarray  # i32 episode index in the bank
+    seed: jnp.ndarray  # u32 the episode's task-duration draws (`task_waves`; envs.dag_waves)
     n_jobs: jnp.ndarray  # i32 jobs in the episode
     next_arr: jnp.ndarray  # i32 jobs [0, next_arr) have arrived
     next_admit: jnp.ndarray  # i32 jobs [0, next_admit) have had a slot

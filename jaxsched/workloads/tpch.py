@@ -250,7 +250,8 @@ def convert_tpch(src_dir, dst_npz, *, allow_pickle: bool = False) -> Path:
         if not allow_pickle and _is_pickle(dur_path):
             raise ValueError(
                 f"{dur_path}: task_duration is a pickle (loading it can run code); pass allow_pickle=True "
-                "(trusted source only) to convert it once to a safe .npz"
+                "(jaxsched tpch-convert --allow-pickle; trusted source only) to convert it once to a safe "
+                ".npz"
             )
     recs = []
     for size, q, adj_path, dur_path in jobs:

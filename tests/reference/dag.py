@@ -38,6 +38,16 @@ The model, step by step:
   * `reset`: t = first arrival, arrivals and admissions, then events. `step`: the action, then events.
     Terminated when every job is finished.
 
+Task waves (`waves=`, decima-sim's sampling, docs/dag.md "Task waves"): a task's duration is not the
+template's but drawn when it starts, once every start of the action or the event time is known: with n the
+executors whose `job[e]` is the task's job and which are not moving (after the starts), the key is decima's
+interval map of n (lo with probability (n − lo)/(hi − lo) by the task's draw 0), the largest present key if
+the stage lacks it; the list fresh (or first + warmup when empty) for an executor fresh to the job, rest (if
+not empty) when its last task was this stage, else first (or fresh when empty); the element `draw 1 % len`.
+Draw i of a task is `lowbias32` chained over (seed, job, stage, task index, i), written out below in Python
+ints. Tasks of one dispatch go out in (class, index) order; at an event time, to completing executors by
+index, then to arriving ones by index.
+
 `random_valid_action(snap, env, rng)` draws a uniform runnable stage, a uniform valid limit and a uniform
 valid idle level.
 """
@@ -70,6 +80,9 @@ class RefDAGEnv:
         warmup_delay=0,
         reward_scale=1.0,
         max_time=INF,
+        waves=None,
+        wave_seed=0,
+        data_points=(5, 10, 20, 40, 50, 60, 80, 100),
     ):
         self.k, self.J, self.S, self.g = int(n_executors), int(max_slots), int(max_stages), int(idle_levels)
         self.moving_delay, self.warmup_delay = int(moving_delay), int(warmup_delay)
@@ -85,6 +98,14 @@ class RefDAGEnv:
         self.template = [int(x) for x in np.asarray(template).tolist()]
         self.arrival = [int(x) for x in np.asarray(arrival).tolist()]
         self.N = len(self.template)
+        self.waves = None
+        if waves is not None:  # numpy copies: values [T, S, K, 3, D], count [T, S, K, 3], present [T, S, K]
+            self.waves = dict(
+                values=np.asarray(waves.values).tolist(), count=np.asarray(waves.count).tolist(),
+                present=np.asarray(waves.present).tolist(), keys=[int(x) for x in np.asarray(waves.keys)],
+            )  # fmt: skip
+        self.wave_seed, self.data_points = int(wave_seed), sorted(int(x) for x in data_points)
+        self.pending = []  # tasks started whose duration is drawn once the batch of starts is known
         assert self.N >= 1 and len(self.arrival) == self.N and self.arrival == sorted(self.arrival)
         assert self.arrival[0] < self.max_time and self.k >= 1 and self.J >= 1
         self.reset()
@@ -165,11 +186,65 @@ class RefDAGEnv:
 
     def start_task(self, e, j, s):
         fresh = not (self.ex_job[e] == j and self.ex_warm[e])
-        ts = self.template[j]
+        same_stage = self.ex_stage[e] == s
+        self.pending.append((e, j, s, self.dispatched[j][s], fresh, same_stage))
         self.ex_state[e] = RUNNING
-        self.ex_until[e] = self.t + self.t_dur[ts][s] + (self.warmup_delay if fresh else 0)
         self.ex_job[e], self.ex_stage[e], self.ex_warm[e] = j, s, True
         self.dispatched[j][s] += 1
+
+    def resolve_durations(self):
+        """Set `until` of every task started since the last call."""
+        for e, j, s, task, fresh, same_stage in self.pending:
+            if self.waves is None:
+                d = self.t_dur[self.template[j]][s] + (self.warmup_delay if fresh else 0)
+            else:
+                d = self.wave_duration(j, s, task, fresh, same_stage)
+            self.ex_until[e] = self.t + d
+        self.pending = []
+
+    # ---- decima-sim's task waves ----
+    @staticmethod
+    def _mix(x):
+        x ^= x >> 16
+        x = (x * 0x7FEB352D) & 0xFFFFFFFF
+        x ^= x >> 15
+        x = (x * 0x846CA68B) & 0xFFFFFFFF
+        return x ^ (x >> 16)
+
+    def draw(self, j, s, task, i):
+        h = self.wave_seed & 0xFFFFFFFF
+        for v in (j, s, task, i):
+            h = self._mix(h ^ (v & 0xFFFFFFFF))
+        return h
+
+    def interval(self, n):
+        dp = self.data_points
+        if n <= dp[0]:
+            return dp[0], dp[0]
+        if n >= dp[-1] or n in dp:
+            return min(n, dp[-1]), min(n, dp[-1])
+        lo = max(x for x in dp if x < n)
+        return lo, min(x for x in dp if x > n)
+
+    def wave_duration(self, j, s, task, fresh, same_stage):
+        w, tm = self.waves, self.template[j]
+        n = sum(1 for e in range(self.k) if self.ex_job[e] == j and self.ex_state[e] != MOVING)
+        lo, hi = self.interval(n)
+        key = hi if hi == lo else (lo if 1 + self.draw(j, s, task, 0) % (hi - lo) <= n - lo else hi)
+        col = w["keys"].index(key)
+        if not w["present"][tm][s][col]:
+            col = w["keys"].index(max(k for c, k in enumerate(w["keys"]) if w["present"][tm][s][c]))
+        first, rest, fresh_n = w["count"][tm][s][col]
+        if fresh:
+            kind, extra = (2, 0) if fresh_n > 0 else (0, self.warmup_delay)
+        elif same_stage and rest > 0:
+            kind, extra = 1, 0
+        else:
+            kind, extra = (0, 0) if first > 0 else (2, 0)
+        size = w["count"][tm][s][col][kind]
+        if size == 0:  # both lists empty: the template's duration
+            return max(self.t_dur[tm][s], 1) + extra
+        return max(w["values"][tm][s][col][kind][self.draw(j, s, task, 1) % size] + extra, 1)
 
     def go_idle(self, e):
         self.ex_state[e], self.ex_until[e] = IDLE, INF
@@ -202,13 +277,14 @@ class RefDAGEnv:
         assert n >= 1
         cls = {e: 1 if self.ex_job[e] == j else 2 for e in idle}  # read before anything changes
         chosen = sorted(idle, key=lambda e: (cls[e], e))[:n]
-        for e in sorted(chosen):
+        for e in chosen:  # tasks go out in (class, index) order
             if cls[e] == 2 and self.moving_delay > 0:
                 self.ex_state[e], self.ex_until[e] = MOVING, self.t + self.moving_delay
                 self.ex_job[e], self.ex_stage[e], self.ex_warm[e] = j, s, False
                 self.moving[j][s] += 1
             else:
                 self.start_task(e, j, s)
+        self.resolve_durations()
 
     # ---- events ----
     def n_sys(self):
@@ -262,6 +338,7 @@ class RefDAGEnv:
                 else:
                     self.go_idle(e)
                     trigger = True
+        self.resolve_durations()  # every start of this event time is known
         for slot in range(self.J):  # 3. finished jobs leave their slots
             j = self.slot_job[slot]
             if j >= 0 and all(self.stage_finished(j, s) for s in self.stages(j)):

@@ -74,7 +74,9 @@ def dag_reinforce_config(**overrides) -> ReinforceConfig:
 class EnvSection:
     """The idle-slot DAG cluster (`envs.dag`, docs/dag.md): `n_executors` k, `max_slots` J jobs visible at
     once, `max_stages` S (>= the widest job of the workload), `idle_levels` g, `max_events` (a cap on the
-    event times one step processes; null: none), delays in ms, `reward_scale` in s."""
+    event times one step processes; null: none), delays in ms, `reward_scale` in s, `task_waves` (each
+    task's duration drawn from decima-sim's measured waves: the `decima` preset; needs `workload.source:
+    tpch`)."""
 
     n_executors: int = 10
     max_slots: int = 16
@@ -84,6 +86,7 @@ class EnvSection:
     moving_delay: int = 0
     warmup_delay: int = 0
     reward_scale: float = 100.0
+    task_waves: bool = False
 
     def __post_init__(self):
         try:
@@ -99,7 +102,10 @@ class EnvSection:
     def dag_config(self):
         from jaxsched.envs.dag_params import DAGConfig
 
-        return DAGConfig(self.n_executors, self.max_slots, self.max_stages, self.idle_levels, self.max_events)
+        return DAGConfig(
+            self.n_executors, self.max_slots, self.max_stages, self.idle_levels, self.max_events,
+            self.task_waves,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -239,6 +245,11 @@ class DAGSystemConfig(ExperimentConfig):
                 f"env.max_stages ({e.max_stages}) is below the "
                 f"{MIXED_SYNTH_SHAPE['synth_max_stages']} stages of the mixed source's synthetic jobs"
             )
+        if e.task_waves and w.source != "tpch":
+            raise ValueError(
+                f"env.task_waves samples decima-sim's measured task durations: it needs workload.source tpch "
+                f"(with workload.tpch_npz), got {w.source!r}"
+            )
         if w.source in ("tpch_like", "mixed") and e.max_stages < 2:
             raise ValueError(f"env.max_stages ({e.max_stages}) is below every TPC-H profile (>= 2 stages)")
 
@@ -288,6 +299,10 @@ def build_params(cfg: DAGSystemConfig, env, bank: str = "test"):
     except ValueError as err:
         raise ValueError(f"workload ({w.source}, {seed_field} {seed}): {err}") from None
     kw = dict(moving_delay=e.moving_delay, warmup_delay=e.warmup_delay, reward_scale=e.reward_scale)
+    if e.task_waves:
+        from jaxsched.workloads.tpch import tpch_wave_table
+
+        kw["waves"] = tpch_wave_table(w.tpch_npz, max_stages=e.max_stages)  # load_tpch's order, as the bank
     try:
         return env.make_params(b, **kw)
     except ValueError as err:
