@@ -83,6 +83,14 @@ def test_network_masks_and_ablations(quick, features, idles):
         assert np.isfinite(np.asarray(logp)).all() and (np.asarray(ent) > 0).all()
         lp2, _ = jax.vmap(net.evaluate, in_axes=(None, None, 0))(p, obs, actions)
         np.testing.assert_allclose(np.asarray(lp2), np.asarray(logp), rtol=1e-5, atol=1e-5)
+        # greedy: the masked arg-max stage, then the most likely limit and idle level given it
+        g = np.asarray(net.greedy(p, obs))
+        stage_logits = np.asarray(net.module.apply(p, obs)[0])
+        assert g[0] == np.argmax(np.where(np.asarray(obs.stage_mask), stage_logits, -np.inf))
+        g_logp = float(net.evaluate(p, obs, jnp.asarray(g))[0])
+        same = a[:, 0] == g[0]
+        assert same.any() and (np.asarray(logp)[same] <= g_logp + 1e-5).all()
+        assert g[1] + 1 >= int(obs.limit_min[g[0] // cfg.max_stages]) and (g[2] == 0 or ok[same][0])
     if features != "add":  # the two features are not extra inputs
         n_add = IdleDAGNetwork(cfg, features="add").init(jax.random.PRNGKey(1), obs)
         n_this = IdleDAGNetwork(cfg, features=features).init(jax.random.PRNGKey(1), obs)

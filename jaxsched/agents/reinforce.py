@@ -252,9 +252,14 @@ class Reinforce:
             lambda r, _: self.update_step(r, env_params), runner, None, length=self.config.updates_per_chunk
         )
 
-    def policy(self):
+    def policy(self, greedy: bool = False):
         """The trained policy as `policy(params, obs, key) -> action` (the evaluator's signature): a
-        sample of the network's distribution."""
+        sample of the network's distribution, or with `greedy` its most likely action (the network's
+        `greedy(params, obs)`)."""
+        if greedy:
+            if not hasattr(self.network, "greedy"):
+                raise ValueError(f"{type(self.network).__name__} has no greedy(params, obs): sample instead")
+            return lambda params, obs, key: self.network.greedy(params, obs)
 
         def act(params, obs, key):
             return self.network.act(params, obs, key)[0]

@@ -183,6 +183,13 @@ class IdleDAGNetwork:
         action = jnp.stack([a_stage, a_limit, r]).astype(jnp.int32)
         return action, *self._score(stage, limit, idle, action)
 
+    def greedy(self, params, obs: DAGObs):
+        """The most likely `(a_stage, a_limit, r)`: the arg-max stage, then each head's arg-max given it."""
+        stage_logits, limit_in, idle_in = self.module.apply(params, obs)
+        a_stage = jnp.argmax(_masked(stage_logits, obs.stage_mask))
+        limit, idle = self._conditionals(params, obs, limit_in, idle_in, a_stage)
+        return jnp.stack([a_stage, jnp.argmax(limit), jnp.argmax(idle)]).astype(jnp.int32)
+
     def evaluate(self, params, obs: DAGObs, action):
         """`(log_prob, entropy)` of a taken action."""
         stage_logits, limit_in, idle_in = self.module.apply(params, obs)

@@ -199,13 +199,14 @@ class AgentSection:
 
 @dataclass(frozen=True)
 class EvalSection:
-    """Held-out evaluation: each variant's policy (sampled, as Decima evaluates; every seed) and the
-    baselines on `episodes` test episodes (null: all of them), with the action-sampling keys drawn from
-    `seed` (the same key per episode for every policy)."""
+    """Held-out evaluation: each variant's policy (sampled, as Decima evaluates, or with `greedy` its most
+    likely action at every decision; every seed) and the baselines on `episodes` test episodes (null: all
+    of them), with the action-sampling keys drawn from `seed` (the same key per episode for every policy)."""
 
     episodes: int | None = None
     baselines: tuple[str, ...] = HEURISTICS
     seed: int = 0
+    greedy: bool = False
 
     def __post_init__(self):
         if self.episodes is not None and self.episodes < 1:

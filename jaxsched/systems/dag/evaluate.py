@@ -125,9 +125,10 @@ def run_heuristics(env, params, names, keys) -> dict[str, dict[str, np.ndarray]]
 def _agent_program(cfg: DAGSystemConfig, variant: str, env):
     """Jitted `fn(net_params [seeds], params, episodes, keys)` of `variant`'s policy, cached like
     `_heuristics_program` (per network, REINFORCE config and env)."""
-    cache_key = ("agent", *_env_key(env), cfg.reinforce, cfg.agent.hidden, cfg.agent.levels, variant)
+    greedy = cfg.eval.greedy
+    cache_key = ("agent", *_env_key(env), cfg.reinforce, cfg.agent.hidden, cfg.agent.levels, variant, greedy)
     if cache_key not in _PROGRAMS:
-        policy = reinforce_for(cfg, variant, env).policy()
+        policy = reinforce_for(cfg, variant, env).policy(greedy=greedy)
 
         def one(p, params, episode, key):
             return run_episode(env, pinned(params, episode), policy, p, key)
