@@ -27,6 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxsched.core.hashing import lowbias32
+
 # decima-sim's `args.executor_data_point` (param.py): the executor counts its interval map is built on.
 DECIMA_DATA_POINTS = (5, 10, 20, 40, 50, 60, 80, 100)
 FIRST, REST, FRESH = 0, 1, 2
@@ -122,20 +124,11 @@ def make_task_waves(
     )
 
 
-def _mix(x: jnp.ndarray) -> jnp.ndarray:
-    """A 32-bit integer finaliser (lowbias32): uint32 → uint32, well mixed."""
-    x = x ^ (x >> 16)
-    x = x * jnp.uint32(0x7FEB352D)
-    x = x ^ (x >> 15)
-    x = x * jnp.uint32(0x846CA68B)
-    return x ^ (x >> 16)
-
-
 def task_hash(seed, job, stage, task, salt) -> jnp.ndarray:
     """`u32`: the counter-based draw of (seed, job, stage, task index, salt) (broadcasts)."""
     h = jnp.asarray(seed, jnp.uint32)
     for v in (job, stage, task, salt):
-        h = _mix(h ^ jnp.asarray(v).astype(jnp.uint32))
+        h = lowbias32(h ^ jnp.asarray(v).astype(jnp.uint32))
     return h
 
 

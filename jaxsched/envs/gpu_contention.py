@@ -8,14 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-
-def _hash32(x: jax.Array) -> jax.Array:
-    """A 32-bit integer mixer (lowbias32): uint32 → well-scrambled uint32."""
-    x = x ^ (x >> 16)
-    x = x * jnp.uint32(0x7FEB352D)
-    x = x ^ (x >> 15)
-    x = x * jnp.uint32(0x846CA68B)
-    return x ^ (x >> 16)
+from jaxsched.core.hashing import lowbias32
 
 
 def fluctuation(noise_seed: jax.Array, update: jax.Array, n_machines: int, std: jax.Array) -> jax.Array:
@@ -27,7 +20,7 @@ def fluctuation(noise_seed: jax.Array, update: jax.Array, n_machines: int, std: 
     m = jnp.arange(n_machines, dtype=jnp.uint32)[:, None]
     draw = jnp.arange(4, dtype=jnp.uint32)[None, :]
     counter = (jnp.asarray(update, jnp.uint32) * jnp.uint32(n_machines) + m) * jnp.uint32(4) + draw
-    h = _hash32(counter ^ _hash32(jnp.asarray(noise_seed, jnp.uint32)))
+    h = lowbias32(counter ^ lowbias32(jnp.asarray(noise_seed, jnp.uint32)))
     u = (h >> 8).astype(jnp.float32) * jnp.float32(2.0**-24)  # uniform [0, 1)
     z = (u.sum(axis=1) - 2.0) * jnp.float32(np.sqrt(3.0))
     return jnp.clip(1.0 + std * z, 0.5, 1.5)
