@@ -5,6 +5,7 @@
     python benchmarks/env_throughput.py --env gpu_cloud --cluster small --batches 1024 --json das.json
     python benchmarks/env_throughput.py --env gpu_locality,gpu_locality_auto,hpc --batches 1024 --json F
     python benchmarks/env_throughput.py --env dag,hpc --batches 1024 --json F
+    python benchmarks/env_throughput.py --env deferrable,hpc --batches 1024 --json F
 
 `--env gpu_locality` is SCED²'s cluster at the paper's size (`jaxsched.make("sced2")`: 15 × 8 GPUs, a
 10-job window) with `auto_forward` off: every forward is a step, as every Fwd is in the HPC env, so the two
@@ -21,6 +22,10 @@ executors, TPC-H-like DAGs, moving and warm-up delays on) with random valid acti
 slot); a step runs at most `--dag-max-events` event times (default 2, the env's default), so some steps only
 continue a forward: `decisions_per_s` counts the others, `events_per_s` the event times processed.
 
+`--env deferrable` is OSDEC's deferrable-job cloud (`jaxsched.make("osdec")`: 64 pending slots, 48-step
+episodes of the default preset) with random scores for every pending slot; one step is one time step, the
+paper's decision.
+
 Records: {"env", "batch", "steps_per_s" (median of --repeats runs), "compile_s", "reset_s", "device", ...}.
 """
 
@@ -33,7 +38,7 @@ import json
 import jaxsched
 from jaxsched.experiments.throughput import default_gpu_cloud_setup, env_throughput, random_gpu_cloud_action
 
-ENVS = ("hpc", "gpu_cloud", "gpu_locality", "gpu_locality_auto", "dag")
+ENVS = ("hpc", "gpu_cloud", "gpu_locality", "gpu_locality_auto", "dag", "deferrable")
 
 
 def main() -> None:
@@ -77,6 +82,14 @@ def main() -> None:
             act = functools.partial(lambda policy, key, obs: policy(None, obs, key), random_policy)
             new = env_throughput(batches, a.steps, a.repeats, None, setup, act, warmup)
             records += [r | {"max_events": cap} for r in new]
+        elif name == "deferrable":
+            from jaxsched.policies.deferrable import make_heuristic as deferrable_heuristic
+
+            setup = functools.partial(jaxsched.make, "osdec")
+            random_policy = deferrable_heuristic(setup()[0], "random")
+            act = functools.partial(lambda policy, key, obs: policy(None, obs, key), random_policy)
+            new = env_throughput(batches, a.steps, a.repeats, None, setup, act, a.warmup or 0)
+            records += [r | {"env": "deferrable"} for r in new]
         else:
             auto = name == "gpu_locality_auto"
             setup = functools.partial(jaxsched.make, "sced2", episodes=16, auto_forward=auto)

@@ -25,6 +25,7 @@ import pytest
 
 import jaxsched
 from jaxsched.envs import GPUCloudConfig, GPULocalityConfig, HPCConfig
+from jaxsched.envs.deferrable import DeferrableConfig
 from jaxsched.policies import make_heuristic
 
 N_ENVS, N_STEPS = 3, 60
@@ -57,6 +58,12 @@ CASES = {
         lambda obs: obs.vec,
         lambda: GPULocalityConfig(window=0),
         "window",
+    ),
+    "deferrable": Case(
+        lambda seed: jaxsched.make("osdec-quick", horizon=12, episodes=3, seed=seed),
+        lambda obs: obs.pending_features,
+        lambda: DeferrableConfig(running_slots=0),
+        "running_slots",
     ),
 }
 

@@ -29,8 +29,8 @@ def test_registered_names_their_paper_and_defaults():
     assert specs["dbf"].defaults["n_cores"] == 256 and specs["dbf-quick"].defaults["n_cores"] == 64
     assert specs["das-quick"].defaults["n_jobs"] == 2000 and "size" not in specs["das-small"].defaults
     assert "Back-Filling" in specs["dbf"].paper and "DAS" in specs["das-large"].paper
-    with pytest.raises(ValueError, match="unknown environment 'osdec'; registered: dbf, "):
-        jaxsched.make("osdec")
+    with pytest.raises(ValueError, match="unknown environment 'sced3'; registered: dbf, "):
+        jaxsched.make("sced3")
     with pytest.raises(ValueError, match="dbf: unknown override.s. cores; valid: n_cores, "):
         jaxsched.make("dbf", cores=8)
     with pytest.raises(ValueError, match=r"n_machines=1: .* jobs need more than the whole cluster"):

@@ -132,6 +132,30 @@ def dag_setup(
     return env, env.make_params(bank, moving_delay=moving_delay, warmup_delay=warmup_delay)
 
 
+def deferrable_setup(
+    preset: str = "default",
+    realtime: bool = False,
+    rate: float | None = None,
+    horizon: int = 48,
+    pending_slots: int = 64,
+    running_slots: int = 48,
+    defer_negative: bool = False,
+    episodes: int = 32,
+    seed: int = 0,
+):
+    """OSDEC's deferrable-job cloud: the generator's `preset` (`workloads.deferrable.PRESETS`: default,
+    core1-3, duration1-3 of Table 4), `realtime` (§5.3.4: jobs start at submission or never), `episodes`
+    generated episodes of `horizon` steps; `rate` (jobs per step) overrides the preset's."""
+    from jaxsched.envs.deferrable import DeferrableConfig, DeferrableEnv
+    from jaxsched.workloads.deferrable import generate_bank
+    from jaxsched.workloads.deferrable import preset as workload_preset
+
+    over = {"horizon": horizon, "realtime": realtime} | ({} if rate is None else {"rate": rate})
+    wl = workload_preset(preset, **over)
+    env = DeferrableEnv(DeferrableConfig(pending_slots, running_slots, defer_negative))
+    return env, env.make_params(generate_bank(wl, episodes, seed), day=wl.day)
+
+
 @dataclass(frozen=True)
 class EnvSpec:
     """A registered environment: `build(**overrides) -> (env, params)`."""
@@ -155,6 +179,7 @@ DBF = "Deep Back-Filling (HPCC'22)"
 DAS = "DAS (KDD'23)"
 SCED2 = "SCED² (Luan et al.)"
 IDLE_DAG = "Idle-slot DAG scheduling (Duan & Wu)"
+OSDEC = "OSDEC (Dong, Zhu et al.)"
 _SPECS = [
     EnvSpec("dbf", DBF, "HPC: 256 cores, 9 + 1 split window, 1,000-job Lublin episodes", hpc_setup),
     EnvSpec(
@@ -206,6 +231,17 @@ _SPECS = [
         dag_setup,
         {"workload": "synthetic", "n_executors": 10, "max_slots": 8, "max_stages": 5, "episodes": 8,
          "episode_jobs": 40, "moving_delay": 0, "warmup_delay": 0},
+    ),  # fmt: skip
+    EnvSpec("osdec", OSDEC, "deferrable jobs: a daily capacity curve, 48-step episodes, Table 1's job mix",
+            deferrable_setup),  # fmt: skip
+    EnvSpec("osdec-realtime", OSDEC, "the same jobs in the real-time setting (start at submission or never)",
+            deferrable_setup, {"realtime": True}),  # fmt: skip
+    EnvSpec(
+        "osdec-quick",
+        OSDEC,
+        "the CI size: 24-step episodes, 8 episodes, 32 pending slots",
+        deferrable_setup,
+        {"horizon": 24, "episodes": 8, "pending_slots": 32},
     ),  # fmt: skip
 ]
 SPECS = {s.name: s for s in _SPECS}

@@ -5,7 +5,8 @@ The HPC env's are the priority scores of `scores.SCORES` (`name` or `name_easy` 
 or `backfill=True`) and `random` (uniform over valid slots); the GPU cloud's are the DAS paper's five
 (`gpu_cloud.HEURISTICS`) and `random`; the GPU-locality env's are SCED²'s six baselines
 (`gpu_locality.HEURISTICS`) and `random`; the DAG cluster's are FIFO, SJF, critical path and Decima's
-dynamic partition (`dag.HEURISTICS`) and `random`.
+dynamic partition (`dag.HEURISTICS`) and `random`; the deferrable cloud's are OSDEC's FIFO, SJF and Tetris
+(`deferrable.HEURISTICS`) and `random`.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from __future__ import annotations
 def heuristic_names(env) -> tuple[str, ...]:
     """The names `make_heuristic(env, name)` accepts."""
     from jaxsched.envs.dag import DAGEnv
+    from jaxsched.envs.deferrable import DeferrableEnv
     from jaxsched.envs.gpu_cloud import GPUCloudEnv
     from jaxsched.envs.gpu_locality import GPULocalityEnv
     from jaxsched.envs.hpc import HPCEnv
-    from jaxsched.policies import dag, gpu_cloud, gpu_locality
+    from jaxsched.policies import dag, deferrable, gpu_cloud, gpu_locality
     from jaxsched.policies.scores import SCORES
 
     if isinstance(env, HPCEnv):
@@ -28,6 +30,8 @@ def heuristic_names(env) -> tuple[str, ...]:
         return (*gpu_locality.HEURISTICS, "random")
     if isinstance(env, DAGEnv):
         return (*dag.HEURISTICS, "random")
+    if isinstance(env, DeferrableEnv):
+        return (*deferrable.HEURISTICS, "random")
     raise ValueError(f"no heuristics for {type(env).__name__}")
 
 
@@ -50,14 +54,17 @@ def make_heuristic(env, name: str, **opts):
             return random_valid_policy(env)
         return make_priority_policy(env, name.removesuffix("_easy"), backfill)
     from jaxsched.envs.dag import DAGEnv
+    from jaxsched.envs.deferrable import DeferrableEnv
     from jaxsched.envs.gpu_locality import GPULocalityEnv
-    from jaxsched.policies import dag, gpu_cloud, gpu_locality
+    from jaxsched.policies import dag, deferrable, gpu_cloud, gpu_locality
 
     _no_options(opts, name)
     if isinstance(env, GPULocalityEnv):
         return gpu_locality.make_heuristic(env, name)
     if isinstance(env, DAGEnv):
         return dag.make_heuristic(env, name)
+    if isinstance(env, DeferrableEnv):
+        return deferrable.make_heuristic(env, name)
     return gpu_cloud.make_heuristic(name)
 
 
