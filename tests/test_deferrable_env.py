@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import jaxsched
 from jaxsched.envs.deferrable import DeferrableConfig, DeferrableEnv
+from jaxsched.experiments.evaluate import evaluate_policies
 from jaxsched.policies import make_heuristic
 from jaxsched.workloads.deferrable import generate_bank, make_bank, preset
 from tests.reference.deferrable import RefDeferrable, heuristic_scores
@@ -259,3 +260,20 @@ def test_generator_is_seeded_and_realtime_shares_the_draws():
 def test_registered_presets_build():
     env, params = jaxsched.make("osdec-quick")
     assert env.config.pending_slots == 32 and int(params.horizon) == 24
+
+
+def test_default_preset_keeps_the_papers_orderings():
+    """The calibration's targets that hold today (docs/osdec.md): utilisation FIFO > SJF, real time below
+    deferrable for each heuristic, no job ever waiting for a pending slot; on episodes other than the
+    documented run's. (Tetris > FIFO does not hold robustly yet: 1.005 there, 0.997 here.)"""
+    keys = jax.random.split(jax.random.key(5), 32)
+    util = {}
+    for name in ("osdec", "osdec-realtime"):
+        env, params = jaxsched.make(name, episodes=32, seed=5)
+        policies = {n: make_heuristic(env, n) for n in ("fifo", "sjf", "tetris")}
+        out = jax.device_get(evaluate_policies(env, params, policies, keys))
+        util[name] = {n: float(np.mean(m["utilization"])) for n, m in out.items()}
+        assert max(float(np.max(m["backlog"])) for m in out.values()) == 0
+    d, rt = util["osdec"], util["osdec-realtime"]
+    assert d["fifo"] > d["sjf"]
+    assert all(rt[n] < d[n] for n in d)
