@@ -17,7 +17,7 @@ from jaxsched.envs.deferrable import DeferrableConfig, DeferrableEnv
 from jaxsched.experiments.evaluate import evaluate_policies
 from jaxsched.policies import make_heuristic
 from jaxsched.workloads.deferrable import generate_bank, make_bank, preset
-from tests.reference.deferrable import RefDeferrable, heuristic_scores
+from reference.deferrable import RefDeferrable, heuristic_scores
 
 HORIZON, SLOTS, MAX_CAP = 12, 5, 10
 

@@ -20,7 +20,20 @@ or a Transformer over the env's own observation type. The default (`network=None
 
 The policy is a masked categorical (distrax) over the env's actions: with `mask_invalid` the logits of
 invalid actions are set to a large negative number (finite, so entropies stay NaN-free); without it the
-agent may pick invalid actions and the env applies its own rule. With `normalize_obs`, `obs.vec` is
+agent may pick invalid actions and the env applies its own rule. A network with a method
+`distribution(head, mask)` replaces it: `apply` then returns that method's `head` (any pytree) and the
+object it builds has `sample(seed)`, `log_prob(a)`, `entropy()`, `mode()` (e.g. `nn.das.MaskedNormal`,
+OSDEC's per-job Gaussian scores); the log-ratio is then bounded to ±20 so that a sample deep in a narrow
+Gaussian's tail cannot overflow `exp`.
+
+Two more optional network hooks:
+  * auxiliary tasks — `aux_targets(obs) -> f32[B, K]` (what the next observation will show) and
+    `aux_loss(params, obs, targets, valid) -> (loss, metrics)`: the rollout records `aux_targets` of every
+    observation, each step's target is the *next* step's (none across an episode end), and
+    `aux_coef · loss` joins the PPO loss;
+  * parameter groups — `param_labels(params)` labels every leaf; `ppo.group_lrs` gives each label its own
+    Adam with a learning rate decayed linearly from `start` to `end` over the run
+    (`optax.multi_transform`), in place of `lr`. With `normalize_obs`, `obs.vec` is
 normalised by running statistics frozen during each rollout and updated after it, so the stored batch is
 consistent; the network sees the normalised observation.
 """
@@ -79,9 +92,16 @@ class PPOConfig:
     clip_eps: float = 0.2
     ent_coef: float = 0.01
     vf_coef: float = 0.5
+    reward_scale: float = 1.0  # rewards are multiplied by this before GAE (returns of O(1) for the critic)
+    aux_coef: float = 1.0  # weight of a network's auxiliary loss (module docstring)
+    group_lrs: tuple = ()  # ((label, lr_start, lr_end), ...): per-group Adam (module docstring)
 
     def __post_init__(self):
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+        groups = tuple((str(g[0]), float(g[1]), float(g[2])) for g in self.group_lrs)
+        object.__setattr__(self, "group_lrs", groups)
+        if any(not (a > 0 and b > 0) for _, a, b in groups):
+            raise ValueError(f"ppo.group_lrs: every learning rate must be > 0, got {list(groups)}")
         check_schedule(self, "ppo")
         if not self.hidden or min(self.hidden) < 1:
             raise ValueError(
@@ -91,7 +111,7 @@ class PPOConfig:
             raise ValueError(
                 f"ppo.activation must be one of {', '.join(ACTIVATION_NAMES)}, got '{self.activation}'"
             )
-        positive(self, "ppo", ("lr", "max_grad_norm", "clip_eps"))
+        positive(self, "ppo", ("lr", "max_grad_norm", "clip_eps", "reward_scale"))
         in_unit_interval(self, "ppo", ("gamma", "gae_lambda"))
 
     @property
@@ -115,6 +135,7 @@ class PPOConfig:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["hidden"] = list(self.hidden)
+        d["group_lrs"] = [list(g) for g in self.group_lrs]
         return d
 
     @classmethod
@@ -182,6 +203,8 @@ class Transition:
     terminated: jnp.ndarray  # bool[B]
     done: jnp.ndarray  # bool[B] terminated or truncated
     next_value: jnp.ndarray  # f32[B] value of the pre-reset next state (0 after termination)
+    aux_target: Any = None  # f32[B, K] the network's auxiliary targets (module docstring), or None
+    aux_valid: Any = None  # bool[B] the target exists (the episode goes on)
 
 
 def masked_logits(logits: jnp.ndarray, mask: jnp.ndarray) -> jnp.ndarray:
@@ -195,10 +218,14 @@ class PPO:
         self.config = config
         self.env = LogWrapper(env)
         self.env_params = env_params
-        self.n_actions = env.action_space(env_params).n
         if network is None:
-            network = VecActorCritic(self.n_actions, config.hidden, config.activation, config.shared_network)
+            n_actions = env.action_space(env_params).n
+            network = VecActorCritic(n_actions, config.hidden, config.activation, config.shared_network)
         self.network = network
+        self.custom_dist = hasattr(network, "distribution")
+        self.aux = getattr(network, "aux_targets", None) is not None
+        if config.group_lrs and not hasattr(network, "param_labels"):
+            raise ValueError("ppo.group_lrs needs a network with `param_labels` (its parameter groups)")
         space = env.observation_space(env_params)
         flat = hasattr(space, "shape") and len(space.shape) == 1
         # The length of `obs.vec`, which the running statistics cover (1, a placeholder, without one).
@@ -212,6 +239,19 @@ class PPO:
     # ---- pieces ----------------------------------------------------------------------------------
     def optimizer(self, hp: PPOHParams) -> optax.GradientTransformation:
         cfg = self.config
+        if cfg.group_lrs:
+            steps = cfg.total_updates * cfg.update_epochs * cfg.num_minibatches
+            groups = {
+                label: optax.chain(
+                    optax.scale_by_adam(eps=1e-5),
+                    optax.scale_by_learning_rate(optax.linear_schedule(start, end, steps)),
+                )
+                for label, start, end in cfg.group_lrs
+            }
+            return optax.chain(
+                optax.clip_by_global_norm(cfg.max_grad_norm),
+                optax.multi_transform(groups, self.network.param_labels),
+            )
         if cfg.anneal_lr:
             per_update = cfg.update_epochs * cfg.num_minibatches
 
@@ -229,7 +269,9 @@ class PPO:
         """The observation the network sees: `obs.vec` normalised by `stats` (with `normalize_obs`)."""
         return obs.replace(vec=stats.normalize(obs.vec)) if self.config.normalize_obs else obs
 
-    def _dist(self, logits, mask) -> distrax.Categorical:
+    def _dist(self, logits, mask):
+        if self.custom_dist:
+            return self.network.distribution(logits, mask)
         if self.config.mask_invalid:
             logits = masked_logits(logits, mask)
         return distrax.Categorical(logits=logits)
@@ -241,6 +283,7 @@ class PPO:
         reset = jax.vmap(self.env.reset, in_axes=(0, None))
         obs, env_state = reset(jax.random.split(k_env, self.config.num_envs), self.env_params)
         params = self.network.init(k_net, jax.tree.map(lambda a: a[0], obs))
+        self._check_groups(params)
         opt_state = self.optimizer(hp).init(params)
         return RunnerState(
             params=params,
@@ -251,6 +294,14 @@ class PPO:
             key=jax.random.key_data(k_run),
             update=jnp.int32(0),
         )
+
+    def _check_groups(self, params) -> None:
+        if not self.config.group_lrs:
+            return
+        labels = set(jax.tree.leaves(self.network.param_labels(params)))
+        missing = sorted(labels - {g[0] for g in self.config.group_lrs})
+        if missing:
+            raise ValueError(f"ppo.group_lrs has no learning rate for the network's group(s) {', '.join(missing)}")
 
     def rollout(self, runner: RunnerState, key: jax.Array) -> tuple[RunnerState, Transition, dict]:
         """`num_steps` decisions in each of `num_envs` envs with the current policy."""
@@ -277,10 +328,11 @@ class PPO:
                 action=action,
                 log_prob=log_prob,
                 value=value,
-                reward=reward,
+                reward=reward * self.config.reward_scale,
                 terminated=terminated,
                 done=done,
                 next_value=jnp.where(terminated, 0.0, v_final),
+                aux_target=self.network.aux_targets(obs) if self.aux else None,
             )
             log = episode_log(info, with_length=True)
             if self.config.normalize_obs:
@@ -290,13 +342,20 @@ class PPO:
         (env_state, obs), (traj, log) = jax.lax.scan(
             body, (runner.env_state, runner.obs), jax.random.split(key, self.config.num_steps)
         )
+        if self.aux:  # step i's target is what step i + 1 shows; none across an episode end
+            last = self.network.aux_targets(obs)[None]
+            nxt = jnp.concatenate([traj.aux_target[1:], last], axis=0)
+            traj = traj.replace(aux_target=nxt, aux_valid=~traj.done)
         return runner.replace(env_state=env_state, obs=obs), traj, log
 
     def loss(self, params, hp: PPOHParams, batch: Transition, adv, targets):
         logits, value = self.network.apply(params, batch.obs)
         pi = self._dist(logits, batch.mask)
         log_prob = pi.log_prob(batch.action)
-        ratio = jnp.exp(log_prob - batch.log_prob)
+        log_ratio = log_prob - batch.log_prob
+        if self.custom_dist:
+            log_ratio = jnp.clip(log_ratio, -20.0, 20.0)
+        ratio = jnp.exp(log_ratio)
         actor = -clipped_surrogate(ratio, normalize_advantages(adv), hp.clip_eps).mean()
         critic = clipped_value_loss(value, batch.value, targets, hp.clip_eps)
         entropy = pi.entropy().mean()
@@ -309,6 +368,10 @@ class PPO:
             "approx_kl": approx_kl.mean(),
             "clip_frac": clipped.mean(),
         }
+        if self.aux:
+            aux_loss, aux_metrics = self.network.aux_loss(params, batch.obs, batch.aux_target, batch.aux_valid)
+            total = total + self.config.aux_coef * aux_loss
+            aux |= {"aux_loss": aux_loss, **aux_metrics}
         return total, aux
 
     def update_step(self, runner: RunnerState, hp: PPOHParams) -> tuple[RunnerState, dict]:
@@ -345,7 +408,8 @@ class PPO:
             params, stats = policy_params
             logits, _ = self.network.apply(params, self._obs(stats, obs))
             pi = self._dist(logits, obs.mask)
-            return (pi.mode() if greedy else pi.sample(seed=key)).astype(jnp.int32)
+            action = pi.mode() if greedy else pi.sample(seed=key)
+            return action if self.custom_dist else action.astype(jnp.int32)
 
         return act
 

@@ -43,6 +43,8 @@ from jaxsched.core.spaces import Box
 from jaxsched.workloads.deferrable import DeferrableBank
 
 N_PENDING_FEATURES = 6  # present, candidate, cores, duration, e − t, l − t
+HISTORY_FIELDS = ("capacity", "load", "candidates", "mean_cores", "mean_duration", "violation", "started",
+                  "started_cores")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -53,9 +55,10 @@ class DeferrableConfig:
     pending_slots: int = 64
     running_slots: int = 64
     defer_negative: bool = False
+    history: int = 8  # past steps in `obs.history` (the auxiliary module's input sequence)
 
     def __post_init__(self):
-        at_least(self, "DeferrableConfig", ("pending_slots", "running_slots"))
+        at_least(self, "DeferrableConfig", ("pending_slots", "running_slots", "history"))
 
 
 @struct.dataclass
@@ -94,6 +97,7 @@ class DeferrableState:
     busy: jnp.ndarray  # i32 Σ_t running cores after the step's starts (core-steps)
     offered: jnp.ndarray  # i32 Σ_t C_t
     total_reward: jnp.ndarray  # f32 Σ R_t
+    history: jnp.ndarray  # f32[K, 8] the last K steps' `HISTORY_FIELDS`, oldest first (zeros before t = 0)
 
 
 @struct.dataclass
@@ -104,6 +108,8 @@ class DeferrableObs:
     p_id, p_cores, p_duration, p_earliest, p_latest, p_submit: i32[P] (id -1 and fields 0 when empty)
     candidate: bool[P] startable now (e <= t; l >= t holds for every pending job); the action's mask
     r_id, r_cores, r_end: i32[R] running jobs (B_his)
+    history: f32[K, 8] the last K steps, oldest first, each `HISTORY_FIELDS`: C, running cores before the
+             starts, candidates, their mean cores and duration, v, jobs and cores started (zeros before 0)
     """
 
     t: jnp.ndarray
@@ -121,6 +127,12 @@ class DeferrableObs:
     r_id: jnp.ndarray
     r_cores: jnp.ndarray
     r_end: jnp.ndarray
+    history: jnp.ndarray
+
+    @property
+    def mask(self) -> jnp.ndarray:
+        """The action's mask (`candidate`), under the name the agents read."""
+        return self.candidate
 
     @property
     def pending_features(self) -> jnp.ndarray:
@@ -215,6 +227,7 @@ class DeferrableEnv(Environment[DeferrableState, DeferrableParams]):
             r_id=zr - 1, r_cores=zr, r_end=zr,
             utilization=z, delay=z, violation=z, violation_steps=z, started=z, expired=z, backlog=z,
             busy=z, offered=z, total_reward=jnp.float32(0),
+            history=jnp.zeros((cfg.history, len(HISTORY_FIELDS)), jnp.float32),
         )  # fmt: skip
         return self._arrive(state, params)
 
@@ -234,6 +247,12 @@ class DeferrableEnv(Environment[DeferrableState, DeferrableParams]):
         n_take = take.sum()
         taken_ids = jnp.where(take, state.p_id, -1)
         started_cores = jnp.sum(jnp.where(take, state.p_cores, 0))
+        cand = self.candidates(state)
+        n_cand = jnp.maximum(cand.sum(), 1)
+        row = jnp.stack([cap, load, cand.sum(), jnp.sum(jnp.where(cand, state.p_cores, 0)) / n_cand,
+                         jnp.sum(jnp.where(cand, state.p_duration, 0)) / n_cand, viol, n_take,
+                         started_cores]).astype(jnp.float32)  # fmt: skip
+        history = jnp.concatenate([state.history[1:], row[None]], axis=0)
         state = self._start(state, take)
         state = state.replace(
             t=t + 1,
@@ -245,6 +264,7 @@ class DeferrableEnv(Environment[DeferrableState, DeferrableParams]):
             busy=state.busy + load + started_cores,
             offered=state.offered + cap,
             total_reward=state.total_reward + reward,
+            history=history,
         )
         state = self._arrive(state, params)
         terminated = state.t >= params.horizon
@@ -320,16 +340,8 @@ class DeferrableEnv(Environment[DeferrableState, DeferrableParams]):
             capacity=params.bank.capacity[state.episode, t],
             load=state.r_cores.sum(),
             day_phase=(state.t % params.day).astype(jnp.float32) / params.day.astype(jnp.float32),
-            p_id=state.p_id,
-            p_cores=state.p_cores,
-            p_duration=state.p_duration,
-            p_earliest=state.p_earliest,
-            p_latest=state.p_latest,
-            p_submit=state.p_submit,
             candidate=self.candidates(state),
-            r_id=state.r_id,
-            r_cores=state.r_cores,
-            r_end=state.r_end,
+            **{f: getattr(state, f) for f in ("p_id", *PENDING, "r_id", "r_cores", "r_end", "history")},
         )
 
     def action_mask(self, state: DeferrableState, params: DeferrableParams) -> jax.Array:

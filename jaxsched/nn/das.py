@@ -7,7 +7,8 @@ Every module works on one observation (jobs `[N, u]`, machines `[M, v]`); batch 
   * `GaussianPriorityHead`: the ordering agent's Gaussian (Eq. 8) → `(μ [N], σ [N])`;
   * `MLPPlacementHead`: the DA ablation's MLP Gaussian placement head → `(μ [N, M], σ [N])`;
   * `CentralCritic`: MAPPO's centralized critic, V(global state) (see its docstring for the deviation);
-  * `masked_normal_log_prob` / `masked_normal_entropy`: diagonal Gaussians over valid job slots only.
+  * `masked_normal_log_prob` / `masked_normal_entropy`: diagonal Gaussians over valid job slots only, and
+    `MaskedNormal`, the same as a distribution object (PPO's form; OSDEC's scores use it too).
 
 Choices the paper leaves open:
   * Eq. 5's gate δ is per feature (W₃: 2e → e), like a highway/GRU gate, rather than one scalar per job;
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import distrax
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -162,3 +164,26 @@ def masked_normal_entropy(mu, std, mask):
     """Entropy of the same masked diagonal Gaussian (shapes as `masked_normal_log_prob`) → `f32[...]`."""
     dist, full = _masked_normal(mu, std, mask)
     return _sum_event(jnp.where(full, dist.entropy(), 0.0), jnp.ndim(mask))
+
+
+class MaskedNormal:
+    """The masked diagonal Gaussian as a distribution object (distrax's `sample` / `log_prob` /
+    `entropy` / `mode`), the form `agents.ppo.PPO` takes from a network's `distribution`: DAS's pieces,
+    reused for OSDEC's per-job confidence scores. `mu, std: f32[..., N]`, `mask: bool[..., N]`; samples
+    and the mode are 0 on padded entries; `log_prob` / `entropy` sum the valid entries → `f32[...]`."""
+
+    def __init__(self, mu, std, mask):
+        self.mu, self.std, self.mask = mu, std, mask
+
+    def sample(self, seed):
+        x = self.mu + self.std * jax.random.normal(seed, jnp.shape(self.mu), jnp.result_type(self.mu))
+        return jnp.where(self.mask, x, 0.0)
+
+    def log_prob(self, x):
+        return masked_normal_log_prob(self.mu, self.std, x, self.mask)
+
+    def entropy(self):
+        return masked_normal_entropy(self.mu, self.std, self.mask)
+
+    def mode(self):
+        return jnp.where(self.mask, self.mu, 0.0)
