@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference.deferrable import RefDeferrable, heuristic_scores
 
 import jaxsched
 from jaxsched.envs.deferrable import DeferrableConfig, DeferrableEnv
 from jaxsched.experiments.evaluate import evaluate_policies
 from jaxsched.policies import make_heuristic
 from jaxsched.workloads.deferrable import generate_bank, make_bank, preset
-from reference.deferrable import RefDeferrable, heuristic_scores
 
 HORIZON, SLOTS, MAX_CAP = 12, 5, 10
 

@@ -301,7 +301,9 @@ class PPO:
         labels = set(jax.tree.leaves(self.network.param_labels(params)))
         missing = sorted(labels - {g[0] for g in self.config.group_lrs})
         if missing:
-            raise ValueError(f"ppo.group_lrs has no learning rate for the network's group(s) {', '.join(missing)}")
+            raise ValueError(
+                f"ppo.group_lrs has no learning rate for the network's group(s) {', '.join(missing)}"
+            )
 
     def rollout(self, runner: RunnerState, key: jax.Array) -> tuple[RunnerState, Transition, dict]:
         """`num_steps` decisions in each of `num_envs` envs with the current policy."""
@@ -369,7 +371,9 @@ class PPO:
             "clip_frac": clipped.mean(),
         }
         if self.aux:
-            aux_loss, aux_metrics = self.network.aux_loss(params, batch.obs, batch.aux_target, batch.aux_valid)
+            aux_loss, aux_metrics = self.network.aux_loss(
+                params, batch.obs, batch.aux_target, batch.aux_valid
+            )
             total = total + self.config.aux_coef * aux_loss
             aux |= {"aux_loss": aux_loss, **aux_metrics}
         return total, aux
