@@ -55,7 +55,7 @@ def rollout_program(defer_negative: bool):
             _, nxt, reward, term, _, info = env.step_env(jax.random.key(0), state, action, params)
             out = {"reward": reward, "p_id": obs.p_id, "candidate": obs.candidate, "r_id": obs.r_id,
                    "load": obs.load, "capacity": obs.capacity, "terminated": term,
-                   "started": info["started_ids"]}  # fmt: skip
+                   "started": info["started_ids"], "history": obs.history}  # fmt: skip
             return nxt, out
 
         last, outs = jax.lax.scan(body, state, jnp.arange(HORIZON))
@@ -74,6 +74,8 @@ def compare_with_reference(jobs, cap, outs, metrics, scores, defer_negative, b):
         running = outs["r_id"][b, t]
         assert sorted(running[running >= 0].tolist()) == sorted(ref.running), (b, t)
         assert outs["load"][b, t] == ref.load() and outs["capacity"][b, t] == cap[t]
+        k = outs["history"].shape[2]
+        np.testing.assert_allclose(outs["history"][b, t], ref.last_rows(k), rtol=1e-6, err_msg=f"{b} {t}")
         reward = ref.step({j: float(scores[b, t, j]) for j in ref.pending})
         np.testing.assert_allclose(outs["reward"][b, t], reward, rtol=1e-6, atol=1e-4, err_msg=f"{b} {t}")
         assert bool(outs["terminated"][b, t]) == ref.done

@@ -42,6 +42,8 @@ class RefDeferrable:
         self.m = dict(utilization=0, delay=0, violation=0, violation_steps=0, started=0, expired=0,
                       backlog=0, busy=0, offered=0)  # fmt: skip
         self.total_reward = np.float32(0)
+        self.history: list[list[float]] = []  # per step: C, load, candidates, their mean cores and
+        # duration, violation, jobs and cores started
         self._arrive()
 
     # ---- what the agent sees ------------------------------------------------------------------------
@@ -50,6 +52,11 @@ class RefDeferrable:
 
     def candidates(self) -> list[int]:
         return [j for j in self.pending if self.jobs[j]["earliest"] <= self.t]
+
+    def last_rows(self, k: int) -> np.ndarray:
+        """The last `k` history rows, oldest first, zeros before step 0."""
+        rows = [[0.0] * 8] * max(0, k - len(self.history)) + self.history[-k:] if k else []
+        return np.asarray(rows, np.float64)[-k:]
 
     @property
     def done(self) -> bool:
@@ -60,6 +67,9 @@ class RefDeferrable:
         """`score[job]` for (at least) every candidate; returns the reward."""
         t, cap, load = self.t, self.capacity[self.t], self.load()
         cand = self.candidates()
+        n = max(len(cand), 1)
+        row = [cap, load, len(cand), sum(self.jobs[j]["cores"] for j in cand) / n,
+               sum(self.jobs[j]["duration"] for j in cand) / n]  # fmt: skip
         if self.defer_negative:
             cand = [j for j in cand if score[j] >= 0]
         cand.sort(key=lambda j: (-score[j], j))
@@ -73,6 +83,7 @@ class RefDeferrable:
         delay = sum(t - self.jobs[j]["earliest"] for j in taken)
         viol = max(0, load - cap)
         reward = np.float32(util) - self.w_delay * np.float32(delay) - self.w_violation * np.float32(viol)
+        self.history.append(row + [viol, len(taken), used])
         for j in taken:
             self.pending.remove(j)
             self.running[j] = t + self.jobs[j]["duration"]
