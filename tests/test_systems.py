@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_every_shipped_config_loads_as_the_system_of_its_folder():
     configs = sorted((ROOT / "configs").glob("*/*.yaml"))
-    assert {p.parent.name for p in configs} == set(systems()) == {"dbf", "das", "sced2", "dag"}
+    assert {p.parent.name for p in configs} == set(systems()) == {"dbf", "das", "sced2", "dag", "osdec"}
     for path in configs:
         system, cfg = load_run_config(path)
         assert system.kind == cfg.kind == path.parent.name, path
@@ -37,14 +37,14 @@ def test_a_system_declares_what_the_shared_layer_needs():
         for module in system.commands.values():
             assert callable(module.add_arguments) and callable(module.run_from_args) and module.HELP
     assert get_system("das").paper_tables["table1"].values["tetris"]["small"] == (813.480, 51.668)
-    with pytest.raises(ValueError, match="unknown system 'osdec'; choose from dbf, das, sced2, dag"):
-        get_system("osdec")
+    with pytest.raises(ValueError, match="unknown system 'sced3'; choose from dbf, das, sced2, dag, osdec"):
+        get_system("sced3")
 
 
 @pytest.mark.parametrize(
     "text,message",
     [
-        ("", "the file is empty; a config needs at least `kind:` (dbf, das, sced2, dag)"),
+        ("", "the file is empty; a config needs at least `kind:` (dbf, das, sced2, dag, osdec)"),
         ("name: x\n", "no `kind:`; a config says which system it is: kind: dbf | das"),
         ("kind: sced\n", "kind 'sced'; a config says which system it is: kind: dbf | das"),
         ("- 1\n- 2\n", "a config must be a mapping of keys to values, got list"),

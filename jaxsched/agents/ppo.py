@@ -94,7 +94,7 @@ class PPOConfig:
     vf_coef: float = 0.5
     reward_scale: float = 1.0  # rewards are multiplied by this before GAE (returns of O(1) for the critic)
     aux_coef: float = 1.0  # weight of a network's auxiliary loss (module docstring)
-    group_lrs: tuple = ()  # ((label, lr_start, lr_end), ...): per-group Adam (module docstring)
+    group_lrs: tuple[tuple[str, float, float], ...] = ()  # (label, lr_start, lr_end): per-group Adam
 
     def __post_init__(self):
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))

@@ -156,7 +156,10 @@ def _type_name(tp) -> str:
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         return " or ".join(_type_name(a) for a in args) + " or null"
     if origin is tuple:
-        return f"a list of {_type_name(typing.get_args(tp)[0])}"
+        args = typing.get_args(tp)
+        if args[-1] is not Ellipsis:
+            return f"a list [{', '.join(_type_name(a) for a in args)}]"
+        return f"a list of {_type_name(args[0])}"
     return {int: "an integer", float: "a number", bool: "true/false", str: "a string"}.get(tp, str(tp))
 
 
@@ -177,8 +180,13 @@ def _coerce(key: str, value, tp):
     if origin is tuple:
         if not isinstance(value, (list, tuple)):
             raise ValueError(f"{key} must be {_type_name(tp)}, got {value!r}")
-        (inner, _) = typing.get_args(tp)
-        return tuple(_coerce(f"{key}[{i}]", v, inner) for i, v in enumerate(value))
+        args = typing.get_args(tp)
+        if args[-1] is not Ellipsis:  # a fixed-length record, e.g. tuple[str, float, float]
+            if len(value) != len(args):
+                raise ValueError(f"{key} must be {_type_name(tp)}, got {value!r}")
+            pairs = enumerate(zip(value, args, strict=True))
+            return tuple(_coerce(f"{key}[{i}]", v, a) for i, (v, a) in pairs)
+        return tuple(_coerce(f"{key}[{i}]", v, args[0]) for i, v in enumerate(value))
     ok = False
     if tp is bool:
         ok = isinstance(value, bool)

@@ -50,3 +50,28 @@ def wilcoxon_signed_rank(x, y) -> dict:
     w = int(round(2 * w_plus))
     p = 2.0 * min(probs[: w + 1].sum(), probs[w:].sum())
     return {"n": n, "w_plus": w_plus, "w_minus": w_minus, "p": float(min(1.0, p))}
+
+
+def run_stats(values) -> dict:
+    """`[runs, episodes]` (runs: a learner's seeds, or 1 for a heuristic) → `{mean, std, per_seed,
+    per_episode}`: mean and std over every value, one mean per run, one mean over runs per episode."""
+    v = np.asarray(values, np.float64)
+    return {
+        "mean": float(v.mean()),
+        "std": float(v.std()),
+        "per_seed": v.mean(axis=1).tolist(),
+        "per_episode": v.mean(axis=0).tolist(),
+    }
+
+
+def paired_tests(this: dict, other: dict, name: str, keys) -> dict:
+    """Per metric of `keys`: the Wilcoxon test of `this`'s per-episode means (`run_stats`) against
+    `other`'s (named `name`), and `ratio` = other's mean / this one's."""
+    return {
+        key: {
+            "against": name,
+            "ratio": other[key]["mean"] / max(this[key]["mean"], 1e-9),
+            **wilcoxon_signed_rank(this[key]["per_episode"], other[key]["per_episode"]),
+        }
+        for key in keys
+    }

@@ -11,9 +11,9 @@ from pathlib import Path
 
 def systems() -> dict:
     """`{kind: System}` of every system (imports each system module on first use)."""
-    from jaxsched.systems import dag, das, dbf, sced2
+    from jaxsched.systems import dag, das, dbf, osdec, sced2
 
-    return {s.kind: s for s in (dbf.SYSTEM, das.SYSTEM, sced2.SYSTEM, dag.SYSTEM)}
+    return {s.kind: s for s in (dbf.SYSTEM, das.SYSTEM, sced2.SYSTEM, dag.SYSTEM, osdec.SYSTEM)}
 
 
 def get_system(kind: str):

@@ -44,7 +44,7 @@ import numpy as np
 from jaxsched.experiments.config import EVAL_TAG, purpose_key
 from jaxsched.experiments.evaluate import run_episode
 from jaxsched.experiments.report import print_metric_table, write_json
-from jaxsched.experiments.stats import wilcoxon_signed_rank
+from jaxsched.experiments.stats import paired_tests, run_stats
 from jaxsched.experiments.system import Metric
 from jaxsched.experiments.train import (
     CHECKPOINT_DIR,
@@ -159,21 +159,10 @@ def load_net_params(cfg: DAGSystemConfig, variant: str, env, train_params):
     return runner.params, step
 
 
-def _stats(values) -> dict:
-    """`[runs, episodes]` → mean/std over all, per-run (seed) and per-episode means."""
-    v = np.asarray(values, np.float64)
-    return {
-        "mean": float(v.mean()),
-        "std": float(v.std()),
-        "per_seed": v.mean(axis=1).tolist(),
-        "per_episode": v.mean(axis=0).tolist(),
-    }
-
-
 def summarize(per: dict[str, np.ndarray]) -> tuple[dict, np.ndarray]:
     """`(results, jct)`: the stats of every scalar metric, and the per-job JCTs `i32[runs, episodes, N]`."""
     jct = np.asarray(per[JCT_KEY], np.int32)
-    return {k: _stats(v) for k, v in per.items() if k != JCT_KEY}, jct
+    return {k: run_stats(v) for k, v in per.items() if k != JCT_KEY}, jct
 
 
 def best_baseline(results: dict, labels) -> str:
@@ -184,14 +173,7 @@ def best_baseline(results: dict, labels) -> str:
 def paired(this: dict, other: dict, name: str) -> dict:
     """Per paired metric: the Wilcoxon test of `this`'s per-episode means against `other`'s (named
     `name`), and the ratio of the means other / this (> 1: this one is better)."""
-    return {
-        key: {
-            "against": name,
-            "ratio": other[key]["mean"] / max(this[key]["mean"], 1e-9),
-            **wilcoxon_signed_rank(this[key]["per_episode"], other[key]["per_episode"]),
-        }
-        for key in PAIRED_METRICS
-    }
+    return paired_tests(this, other, name, PAIRED_METRICS)
 
 
 def _attach(res: dict, tests: dict, field: str) -> None:

@@ -1,0 +1,233 @@
+"""The OSDEC config (`kind: osdec`): its sections and how a run is built from them.
+
+    kind: osdec
+    name: osdec_table1    # run name; each learner writes out_dir/name/<learner>
+    seed: 0               # root of the training seeds (the same seeds for every learner: paired)
+    num_seeds: 3
+    env:      {pending_slots, running_slots, defer_negative, history, w_delay, w_violation}
+    workload: {preset, realtime, horizon, rate, base_capacity, max_lead, max_window, train_episodes,
+               test_episodes, bank_seed, test_seed}
+    agent:    {learners: [osdec, aux_l, aux_h, ppo_att, ppo_mlp], embed, layers, heads, ff, aux_hidden,
+               aux_dim, aux_coef, capacity_norm}
+    ppo:      {any PPOConfig field}   (defaults: `osdec_ppo_config()`, the paper's Table 3)
+    eval:     {episodes, baselines, seed, greedy}
+
+`build_osdec(cfg)` makes the env and the training and held-out test banks: the same generator
+(`workloads.deferrable`, the preset with the section's overrides) with different seeds, which must differ —
+the test episodes are never seen in training (the paper may have evaluated on its training trajectories;
+we do not).
+
+The learners (Table 1's PPO rows) are injected networks (`nn.osdec`):
+  osdec     the paper's agent: attention encoder, high- and low-level auxiliary features
+  aux_l     PPO+Att+Aux_L: low-level features only
+  aux_h     PPO+Att+Aux_H: high-level features only
+  ppo_att   PPO+Att: no auxiliary module
+  ppo_mlp   PPO: the fixed-length MLP over the flattened tokens, no auxiliary module
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from jaxsched.agents.ppo import PPOConfig
+from jaxsched.core.checks import at_least, positive
+from jaxsched.experiments.config import ExperimentConfig
+from jaxsched.policies.deferrable import HEURISTICS
+
+KIND = "osdec"
+# learner -> (encoder, aux_high, aux_low)
+LEARNERS = {
+    "osdec": ("attention", True, True),
+    "aux_l": ("attention", False, True),
+    "aux_h": ("attention", True, False),
+    "ppo_att": ("attention", False, False),
+    "ppo_mlp": ("mlp", False, False),
+}
+BASELINES = (*HEURISTICS, "random")
+
+
+def osdec_ppo_config(**overrides) -> PPOConfig:
+    """Table 3: batch 2,048 (32 envs × 64 steps), minibatch 64, policy lr 1e-4 → 1e-5, value lr 2e-4 →
+    2e-5, multi-task lr 1e-2 → 1e-3, γ 0.99. The paper gives no epoch count, clip or λ: PPO's usual 4,
+    0.2, 0.95. Rewards × 0.01 so that returns are O(10) for the critic (the paper does not say)."""
+    base = dict(
+        num_envs=32,
+        num_steps=64,
+        total_updates=500,
+        updates_per_chunk=50,
+        update_epochs=4,
+        num_minibatches=32,
+        normalize_obs=False,
+        reward_scale=0.01,
+        gamma=0.99,
+        ent_coef=0.0,
+        group_lrs=(("policy", 1e-4, 1e-5), ("value", 2e-4, 2e-5), ("aux", 1e-2, 1e-3)),
+    )
+    return PPOConfig(**(base | overrides))
+
+
+@dataclass(frozen=True)
+class EnvSection:
+    """The deferrable-job cloud (`envs.deferrable`) and Eq. 6's weights (Table 3: ω1 = 2, ω2 = 10)."""
+
+    pending_slots: int = 64
+    running_slots: int = 48
+    defer_negative: bool = False
+    history: int = 8
+    w_delay: float = 2.0
+    w_violation: float = 10.0
+
+    def __post_init__(self):
+        try:
+            self.deferrable_config()
+        except ValueError as e:
+            raise ValueError(str(e).replace("DeferrableConfig.", "env.")) from None
+        for name in ("w_delay", "w_violation"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"env.{name} must be >= 0, got {getattr(self, name)}")
+
+    def deferrable_config(self):
+        from jaxsched.envs.deferrable import DeferrableConfig
+
+        return DeferrableConfig(self.pending_slots, self.running_slots, self.defer_negative, self.history)
+
+
+@dataclass(frozen=True)
+class WorkloadSection:
+    """Generated episodes (`workloads.deferrable`): a preset (default, core1-3, duration1-3) and the
+    generator's knobs that a config may override (null: the preset's)."""
+
+    preset: str = "default"
+    realtime: bool = False
+    horizon: int = 48
+    rate: float | None = None
+    base_capacity: float | None = None
+    max_lead: int | None = None
+    max_window: int | None = None
+    train_episodes: int = 256
+    test_episodes: int = 64
+    bank_seed: int = 0
+    test_seed: int = 1
+
+    def __post_init__(self):
+        at_least(self, "workload", ("train_episodes", "test_episodes"))
+        if self.bank_seed == self.test_seed:
+            raise ValueError(
+                f"workload.test_seed must differ from workload.bank_seed ({self.bank_seed}): the test "
+                f"episodes must be unseen"
+            )
+        try:
+            self.generator()
+        except ValueError as e:
+            raise ValueError(str(e).replace("deferrable workload.", "workload.")) from None
+
+    def generator(self):
+        from jaxsched.workloads.deferrable import preset
+
+        knobs = {"rate": self.rate, "base_capacity": self.base_capacity, "max_lead": self.max_lead,
+                 "max_window": self.max_window}  # fmt: skip
+        over = {k: v for k, v in knobs.items() if v is not None}
+        return preset(self.preset, horizon=self.horizon, realtime=self.realtime, **over)
+
+
+@dataclass(frozen=True)
+class AgentSection:
+    """The learners trained, one run each (module docstring), and the network sizes (`nn.osdec`)."""
+
+    learners: tuple[str, ...] = ("osdec",)
+    embed: int = 64
+    layers: int = 2
+    heads: int = 1
+    ff: int = 128
+    aux_hidden: int = 32
+    aux_dim: int = 5
+    aux_coef: float = 10.0
+    capacity_norm: float = 32.0
+
+    def __post_init__(self):
+        if not self.learners or any(n not in LEARNERS for n in self.learners):
+            raise ValueError(
+                f"agent.learners must be a non-empty list of {', '.join(LEARNERS)}, got {list(self.learners)}"
+            )
+        if len(set(self.learners)) != len(self.learners):
+            raise ValueError(f"agent.learners has duplicates: {list(self.learners)}")
+        positive(self, "agent", ("capacity_norm",))
+        try:
+            self.net_config("osdec")
+        except ValueError as e:
+            raise ValueError(str(e).replace("osdec.", "agent.")) from None
+
+    def net_config(self, learner: str):
+        from jaxsched.nn.osdec import OSDECNetConfig
+
+        encoder, high, low = LEARNERS[learner]
+        return OSDECNetConfig(self.embed, self.layers, self.heads, self.ff, encoder, high, low,
+                              self.aux_hidden, self.aux_dim, self.aux_coef, self.capacity_norm)  # fmt: skip
+
+    def network(self, learner: str):
+        from jaxsched.nn.osdec import OSDECAgent
+
+        return OSDECAgent(self.net_config(learner))
+
+
+@dataclass(frozen=True)
+class EvalSection:
+    """Held-out evaluation: each learner's policy (greedy: the paper evaluates "without exploration
+    noise") and the baselines on the first `episodes` test episodes (null: all)."""
+
+    episodes: int | None = None
+    baselines: tuple[str, ...] = BASELINES
+    seed: int = 0
+    greedy: bool = True
+
+    def __post_init__(self):
+        if self.episodes is not None and self.episodes < 1:
+            raise ValueError(f"eval.episodes must be >= 1 or null, got {self.episodes}")
+        for b in self.baselines:
+            if b not in BASELINES:
+                raise ValueError(
+                    f"eval.baselines: unknown heuristic {b!r}; choose from {', '.join(BASELINES)}"
+                )
+        if len(set(self.baselines)) != len(self.baselines):
+            raise ValueError(f"eval.baselines has duplicates: {list(self.baselines)}")
+
+
+@dataclass(frozen=True)
+class OSDECConfig(ExperimentConfig):
+    """An OSDEC experiment (`kind: osdec`)."""
+
+    KIND: ClassVar[str] = KIND
+
+    kind: str = KIND
+    env: EnvSection = field(default_factory=EnvSection)
+    workload: WorkloadSection = field(default_factory=WorkloadSection)
+    agent: AgentSection = field(default_factory=AgentSection)
+    ppo: PPOConfig = field(default_factory=osdec_ppo_config)
+    eval: EvalSection = field(default_factory=EvalSection)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.ppo.normalize_obs:
+            raise ValueError("ppo.normalize_obs must be false: the OSDEC networks scale their own inputs")
+
+
+def make_env(cfg: OSDECConfig):
+    from jaxsched.envs.deferrable import DeferrableEnv
+
+    return DeferrableEnv(cfg.env.deferrable_config())
+
+
+def build_osdec(cfg: OSDECConfig):
+    """`(env, train_params, test_params)` for `cfg`."""
+    from jaxsched.workloads.deferrable import generate_bank
+
+    w, e = cfg.workload, cfg.env
+    gen = w.generator()
+    env = make_env(cfg)
+
+    def params(episodes: int, seed: int):
+        bank = generate_bank(gen, episodes, seed)
+        return env.make_params(bank, day=gen.day, w_delay=e.w_delay, w_violation=e.w_violation)
+
+    return env, params(w.train_episodes, w.bank_seed), params(w.test_episodes, w.test_seed)
