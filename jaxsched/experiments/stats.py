@@ -53,9 +53,10 @@ def wilcoxon_signed_rank(x, y) -> dict:
 
 
 def run_stats(values) -> dict:
-    """`[runs, episodes]` (runs: a learner's seeds, or 1 for a heuristic) → `{mean, std, per_seed,
-    per_episode}`: mean and std over every value, one mean per run, one mean over runs per episode."""
-    v = np.asarray(values, np.float64)
+    """`[runs, episodes]` (or `[episodes]`: one run) → `{mean, std, per_seed, per_episode}`: mean and std
+    over every value, one mean per run (a learner's seeds; 1 for a heuristic), one mean over runs per
+    episode."""
+    v = np.atleast_2d(np.asarray(values, np.float64))
     return {
         "mean": float(v.mean()),
         "std": float(v.std()),

@@ -111,6 +111,20 @@ def restore_runner(mngr: ocp.CheckpointManager, step: int, template):
         ) from None
 
 
+def restore_latest(run_dir: Path, template):
+    """`(runner, update)` of `run_dir`'s latest checkpoint, restored onto `template()` (the abstract
+    runner; called only when there is a checkpoint). None is a `FileNotFoundError` saying to train first."""
+    mngr = checkpoint_manager(run_dir, read_only=True)
+    try:
+        step = mngr.latest_step()
+        if step is None:
+            where = Path(run_dir) / CHECKPOINT_DIR
+            raise FileNotFoundError(f"no checkpoint in {where}: jaxsched train CONFIG first")
+        return restore_runner(mngr, step, template()), step
+    finally:
+        mngr.close()
+
+
 def read_jsonl(path: Path) -> list[dict]:
     """The records of a JSON-lines file (none if it is missing); a line cut short by a kill ends them."""
     records = []

@@ -46,13 +46,7 @@ from jaxsched.experiments.evaluate import run_episode
 from jaxsched.experiments.report import print_metric_table, write_json
 from jaxsched.experiments.stats import paired_tests, run_stats
 from jaxsched.experiments.system import Metric
-from jaxsched.experiments.train import (
-    CHECKPOINT_DIR,
-    EVAL_FILE,
-    checkpoint_manager,
-    restore_runner,
-    trained_learners,
-)
+from jaxsched.experiments.train import CHECKPOINT_DIR, EVAL_FILE, restore_latest, trained_learners
 from jaxsched.policies.dag import make_heuristic
 from jaxsched.systems.dag.config import VARIANTS, DAGSystemConfig, build_dag, make_env
 from jaxsched.systems.dag.train import abstract_runner, reinforce_for, run_dir_of
@@ -148,14 +142,8 @@ def run_agent(cfg: DAGSystemConfig, variant: str, env, params, net_params, keys)
 
 def load_net_params(cfg: DAGSystemConfig, variant: str, env, train_params):
     """`(network params [seeds], update)` of variant `variant`'s latest checkpoint."""
-    run_dir = run_dir_of(cfg, variant)
-    mngr = checkpoint_manager(run_dir, read_only=True)
-    step = mngr.latest_step()
-    if step is None:
-        mngr.close()
-        raise FileNotFoundError(f"no checkpoint in {run_dir / CHECKPOINT_DIR}: jaxsched train CONFIG first")
-    runner = restore_runner(mngr, step, abstract_runner(cfg, variant, env, train_params))
-    mngr.close()
+    template = lambda: abstract_runner(cfg, variant, env, train_params)  # noqa: E731
+    runner, step = restore_latest(run_dir_of(cfg, variant), template)
     return runner.params, step
 
 

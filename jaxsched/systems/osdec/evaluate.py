@@ -36,13 +36,7 @@ from jaxsched.experiments.evaluate import run_episode
 from jaxsched.experiments.report import print_metric_table, write_json
 from jaxsched.experiments.stats import paired_tests, run_stats
 from jaxsched.experiments.system import Metric
-from jaxsched.experiments.train import (
-    CHECKPOINT_DIR,
-    EVAL_FILE,
-    checkpoint_manager,
-    restore_runner,
-    trained_learners,
-)
+from jaxsched.experiments.train import EVAL_FILE, restore_latest, trained_learners
 from jaxsched.policies.deferrable import make_heuristic
 from jaxsched.systems.osdec.config import LEARNERS, OSDECConfig, build_osdec
 from jaxsched.systems.osdec.train import abstract_runner, ppo_for, run_dir_of
@@ -109,14 +103,8 @@ def run_learner(cfg: OSDECConfig, learner: str, env, params, policy_params, keys
 
 def load_policy_params(cfg: OSDECConfig, learner: str, env, train_params):
     """`((network params, obs stats) [seeds], update)` of `learner`'s latest checkpoint."""
-    run_dir = run_dir_of(cfg, learner)
-    mngr = checkpoint_manager(run_dir, read_only=True)
-    step = mngr.latest_step()
-    if step is None:
-        mngr.close()
-        raise FileNotFoundError(f"no checkpoint in {run_dir / CHECKPOINT_DIR}: jaxsched train CONFIG first")
-    runner = restore_runner(mngr, step, abstract_runner(cfg, learner, env, train_params))
-    mngr.close()
+    template = lambda: abstract_runner(cfg, learner, env, train_params)  # noqa: E731
+    runner, step = restore_latest(run_dir_of(cfg, learner), template)
     return (runner.params, runner.obs_stats), step
 
 

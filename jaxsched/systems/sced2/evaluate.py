@@ -27,15 +27,9 @@ import numpy as np
 
 from jaxsched.experiments.evaluate import run_episode
 from jaxsched.experiments.report import print_metric_table, write_json
-from jaxsched.experiments.stats import wilcoxon_signed_rank
+from jaxsched.experiments.stats import run_stats, wilcoxon_signed_rank
 from jaxsched.experiments.system import Metric
-from jaxsched.experiments.train import (
-    CHECKPOINT_DIR,
-    EVAL_FILE,
-    checkpoint_manager,
-    restore_runner,
-    trained_learners,
-)
+from jaxsched.experiments.train import EVAL_FILE, restore_latest, trained_learners
 from jaxsched.policies.gpu_locality import make_heuristic
 from jaxsched.systems.sced2.config import SCED2Config, build_sced2, window_env
 from jaxsched.systems.sced2.train import abstract_runner, dqn_for, run_dir_of
@@ -91,25 +85,9 @@ def run_agent(cfg: SCED2Config, network: str, env, params, q_params, episodes: i
 
 def load_q_params(cfg: SCED2Config, network: str, env, train_params):
     """`(q_params [seeds], update)` of learner `network`'s latest checkpoint."""
-    run_dir = run_dir_of(cfg, network)
-    mngr = checkpoint_manager(run_dir, read_only=True)
-    step = mngr.latest_step()
-    if step is None:
-        raise FileNotFoundError(f"no checkpoint in {run_dir / CHECKPOINT_DIR}: jaxsched train CONFIG first")
-    runner = restore_runner(mngr, step, abstract_runner(cfg, network, env, train_params))
-    mngr.close()
+    template = lambda: abstract_runner(cfg, network, env, train_params)  # noqa: E731
+    runner, step = restore_latest(run_dir_of(cfg, network), template)
     return runner.params, step
-
-
-def _stats(values) -> dict:
-    """`[seeds, episodes]` (or `[episodes]`) → mean/std over all, per-seed and per-episode means."""
-    v = np.atleast_2d(np.asarray(values, np.float64))
-    return {
-        "mean": float(v.mean()),
-        "std": float(v.std()),
-        "per_seed": v.mean(axis=1).tolist(),
-        "per_episode": v.mean(axis=0).tolist(),
-    }
 
 
 def best_baseline(results: dict, labels) -> str:
@@ -147,7 +125,7 @@ def evaluate_sced2(cfg: SCED2Config, checkpoint=None, episodes: int | None = Non
         size = cfg.env.window if window == "window" else cfg.workload.jobs_per_episode
         base_env = window_env(cfg, size)
         for name, metrics in run_heuristics(base_env, test_params, cfg.eval.baselines, episodes).items():
-            results[baseline_label(name, window)] = {k: _stats(v) for k, v in metrics.items()}
+            results[baseline_label(name, window)] = {k: run_stats(v) for k, v in metrics.items()}
     headline = [baseline_label(b, cfg.eval.headline) for b in cfg.eval.baselines]
     best = best_baseline(results, headline) if headline else None
     networks = []
@@ -160,7 +138,8 @@ def evaluate_sced2(cfg: SCED2Config, checkpoint=None, episodes: int | None = Non
     for network in networks:
         q_params, step = load_q_params(cfg, network, env, train_params)
         label = LEARNER_LABELS[network]
-        res = {k: _stats(v) for k, v in run_agent(cfg, network, env, test_params, q_params, episodes).items()}
+        per = run_agent(cfg, network, env, test_params, q_params, episodes)
+        res = {k: run_stats(v) for k, v in per.items()}
         if best is not None:
             for key, test in paired(res, results[best], best).items():
                 res[key]["vs_best"] = test
