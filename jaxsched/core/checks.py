@@ -26,3 +26,15 @@ def in_unit_interval(cfg, prefix: str, names) -> None:
         value = getattr(cfg, name)
         if not 0 <= value <= 1:
             raise ValueError(f"{prefix}.{name} must be in [0, 1], got {value}")
+
+
+def choices(values, key: str, known, what: str, nonempty: bool = False) -> None:
+    """Every entry of the list `values` (the config key `key`, e.g. "eval.baselines") is one of `known`
+    (`what` they are, for the message: "heuristic"), none twice, and with `nonempty` there is at least one."""
+    for v in values:
+        if v not in known:
+            raise ValueError(f"{key}: unknown {what} {v!r}; choose from {', '.join(known)}")
+    if nonempty and not values:
+        raise ValueError(f"{key} must list at least one of {', '.join(known)}")
+    if len(set(values)) != len(values):
+        raise ValueError(f"{key} has duplicates: {list(values)}")

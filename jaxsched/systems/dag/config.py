@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from jaxsched.agents.reinforce import ReinforceConfig
-from jaxsched.core.checks import at_least, in_unit_interval, positive
+from jaxsched.core.checks import at_least, choices, in_unit_interval, positive
 from jaxsched.envs.dag import DAGEnv
 from jaxsched.experiments.config import ExperimentConfig
 from jaxsched.policies.dag import HEURISTICS
@@ -211,13 +211,7 @@ class EvalSection:
     def __post_init__(self):
         if self.episodes is not None and self.episodes < 1:
             raise ValueError(f"eval.episodes must be >= 1 or null, got {self.episodes}")
-        for b in self.baselines:
-            if b not in BASELINES:
-                raise ValueError(
-                    f"eval.baselines: unknown heuristic {b!r}; choose from {', '.join(BASELINES)}"
-                )
-        if len(set(self.baselines)) != len(self.baselines):
-            raise ValueError(f"eval.baselines has duplicates: {list(self.baselines)}")
+        choices(self.baselines, "eval.baselines", BASELINES, "heuristic")
 
 
 @dataclass(frozen=True)

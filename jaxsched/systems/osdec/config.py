@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from jaxsched.agents.ppo import PPOConfig
-from jaxsched.core.checks import at_least, positive
+from jaxsched.core.checks import at_least, choices, positive
 from jaxsched.experiments.config import ExperimentConfig
 from jaxsched.policies.deferrable import HEURISTICS
 
@@ -146,12 +146,7 @@ class AgentSection:
     capacity_norm: float = 32.0
 
     def __post_init__(self):
-        if not self.learners or any(n not in LEARNERS for n in self.learners):
-            raise ValueError(
-                f"agent.learners must be a non-empty list of {', '.join(LEARNERS)}, got {list(self.learners)}"
-            )
-        if len(set(self.learners)) != len(self.learners):
-            raise ValueError(f"agent.learners has duplicates: {list(self.learners)}")
+        choices(self.learners, "agent.learners", LEARNERS, "learner", nonempty=True)
         positive(self, "agent", ("capacity_norm",))
         try:
             self.net_config("osdec")
@@ -184,13 +179,7 @@ class EvalSection:
     def __post_init__(self):
         if self.episodes is not None and self.episodes < 1:
             raise ValueError(f"eval.episodes must be >= 1 or null, got {self.episodes}")
-        for b in self.baselines:
-            if b not in BASELINES:
-                raise ValueError(
-                    f"eval.baselines: unknown heuristic {b!r}; choose from {', '.join(BASELINES)}"
-                )
-        if len(set(self.baselines)) != len(self.baselines):
-            raise ValueError(f"eval.baselines has duplicates: {list(self.baselines)}")
+        choices(self.baselines, "eval.baselines", BASELINES, "heuristic")
 
 
 @dataclass(frozen=True)

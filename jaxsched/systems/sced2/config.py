@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from jaxsched.agents.dqn import DQNConfig
-from jaxsched.core.checks import at_least, in_unit_interval, positive
+from jaxsched.core.checks import at_least, choices, in_unit_interval, positive
 from jaxsched.experiments.config import TEST_BANK_TAG, TRAIN_BANK_TAG, ExperimentConfig, purpose_key
 from jaxsched.policies.gpu_locality import HEURISTICS
 
@@ -187,13 +187,7 @@ class EvalSection:
     def __post_init__(self):
         if self.episodes is not None and self.episodes < 1:
             raise ValueError(f"eval.episodes must be >= 1 or null, got {self.episodes}")
-        for b in self.baselines:
-            if b not in HEURISTICS:
-                raise ValueError(
-                    f"eval.baselines: unknown heuristic {b!r}; choose from {', '.join(HEURISTICS)}"
-                )
-        if len(set(self.baselines)) != len(self.baselines):
-            raise ValueError(f"eval.baselines has duplicates: {list(self.baselines)}")
+        choices(self.baselines, "eval.baselines", HEURISTICS, "heuristic")
         if not self.baseline_windows or any(w not in BASELINE_WINDOWS for w in self.baseline_windows):
             raise ValueError(
                 f"eval.baseline_windows must be a non-empty list of {', '.join(BASELINE_WINDOWS)}, "
