@@ -12,6 +12,7 @@ import jax
 import numpy as np
 import pytest
 import yaml
+from config_edit import config_with
 
 from jaxsched.cli import main
 from jaxsched.experiments.config import config_from_dict
@@ -38,10 +39,7 @@ TINY = {
 
 
 def _quick_dict(**sections) -> dict:
-    d = yaml.safe_load(QUICK.read_text())
-    for key, value in sections.items():
-        d.setdefault(key, {}).update(value) if isinstance(value, dict) else d.__setitem__(key, value)
-    return d
+    return config_with(QUICK, **sections)
 
 
 def test_shipped_configs_load():

@@ -145,6 +145,17 @@ class DeferrableObs:
         return jnp.stack([c.astype(jnp.float32) for c in cols], axis=-1)
 
 
+def history_row(capacity, load, candidate, cores, duration, started=0, started_cores=0) -> jax.Array:
+    """`f32[8]`, one step's `HISTORY_FIELDS`: C_t, running cores before the starts, the candidates
+    (`candidate: bool[P]` over `cores`, `duration: i32[P]`), their mean cores and duration, v_t, and the
+    jobs and cores started (0 for a step not yet taken). The env records it; networks build the current
+    step's row with it."""
+    n = jnp.maximum(candidate.sum(), 1)
+    return jnp.stack([capacity, load, candidate.sum(), jnp.sum(jnp.where(candidate, cores, 0)) / n,
+                      jnp.sum(jnp.where(candidate, duration, 0)) / n, jnp.maximum(load - capacity, 0),
+                      started, started_cores]).astype(jnp.float32)  # fmt: skip
+
+
 PENDING = ("p_cores", "p_duration", "p_earliest", "p_latest", "p_submit")
 BANK_FIELD = {"p_cores": "cores", "p_duration": "duration", "p_earliest": "earliest",
               "p_latest": "latest", "p_submit": "submit"}  # fmt: skip
@@ -247,11 +258,8 @@ class DeferrableEnv(Environment[DeferrableState, DeferrableParams]):
         n_take = take.sum()
         taken_ids = jnp.where(take, state.p_id, -1)
         started_cores = jnp.sum(jnp.where(take, state.p_cores, 0))
-        cand = self.candidates(state)
-        n_cand = jnp.maximum(cand.sum(), 1)
-        row = jnp.stack([cap, load, cand.sum(), jnp.sum(jnp.where(cand, state.p_cores, 0)) / n_cand,
-                         jnp.sum(jnp.where(cand, state.p_duration, 0)) / n_cand, viol, n_take,
-                         started_cores]).astype(jnp.float32)  # fmt: skip
+        row = history_row(cap, load, self.candidates(state), state.p_cores, state.p_duration, n_take,
+                          started_cores)  # fmt: skip
         history = jnp.concatenate([state.history[1:], row[None]], axis=0)
         state = self._start(state, take)
         state = state.replace(

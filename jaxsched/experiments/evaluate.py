@@ -19,6 +19,15 @@ def run_episode(env, env_params, policy, policy_params, key: jax.Array) -> dict[
     return episode.run_episode(env, env_params, episode.stateless(policy, policy_params), key)
 
 
+def eval_episode_keys(seed: int, episodes: int) -> jax.Array:
+    """The keys of held-out episodes `0 .. episodes-1`: `purpose_key(seed, EVAL_TAG)` folded with the
+    episode number, the same for every policy and training seed (paired evaluations)."""
+    from jaxsched.experiments.config import EVAL_TAG, purpose_key
+
+    root = purpose_key(seed, EVAL_TAG)
+    return jax.vmap(lambda e: jax.random.fold_in(root, e))(jnp.arange(episodes))
+
+
 def evaluate_policy(env, env_params, policy, keys: jax.Array, policy_params=None) -> dict[str, np.ndarray]:
     """Metrics of one episode per key, as numpy arrays `[num_keys]`."""
     fn = jax.jit(jax.vmap(lambda k: run_episode(env, env_params, policy, policy_params, k)))

@@ -54,6 +54,27 @@ def trained_learners(checkpoint, listed, known, what: str, field: str) -> tuple[
     return names, path
 
 
+_SEED_PROGRAMS: dict = {}
+
+
+def seed_programs(cache_key, init_one, chunk_one, map_init: bool = True):
+    """Jitted `init(keys, env_params)` and `chunk(runner, env_params)` over a leading seed axis, from one
+    seed's `init_one(key, env_params)` and `chunk_one(runner, env_params)`; cached by `cache_key` (the
+    algorithm's config, the env config and the learner), so another run of the same shapes does not compile
+    again. `map_init`: the seeds' inits in a `lax.map` (else `vmap`); the chunk is always `vmap`ped."""
+    if cache_key not in _SEED_PROGRAMS:
+
+        def init(keys, env_params):
+            one = lambda k: init_one(k, env_params)  # noqa: E731
+            return jax.lax.map(one, keys) if map_init else jax.vmap(one)(keys)
+
+        def chunk(runner, env_params):
+            return jax.vmap(lambda r: chunk_one(r, env_params))(runner)
+
+        _SEED_PROGRAMS[cache_key] = (jax.jit(init), jax.jit(chunk))
+    return _SEED_PROGRAMS[cache_key]
+
+
 def seed_keys(cfg) -> jax.Array:
     """The training seeds of a config: `num_seeds` keys split from `seed` (vmapped by the trainer)."""
     return jax.random.split(jax.random.key(cfg.seed), cfg.num_seeds)

@@ -37,6 +37,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jaxsched.envs.deferrable import history_row
 from jaxsched.nn.das import STD_FLOOR, MaskedNormal
 
 CORE_NORM, DURATION_NORM, TIME_NORM = 8.0, 16.0, 8.0
@@ -102,11 +103,7 @@ def global_features(obs, capacity_norm: float) -> jnp.ndarray:
 
 def current_row(obs) -> jnp.ndarray:
     """`f32[8]`: this step's history row as far as it is known (nothing started yet)."""
-    cand = obs.candidate
-    n = jnp.maximum(cand.sum(), 1)
-    return jnp.stack([obs.capacity, obs.load, cand.sum(), jnp.sum(jnp.where(cand, obs.p_cores, 0)) / n,
-                      jnp.sum(jnp.where(cand, obs.p_duration, 0)) / n,
-                      jnp.maximum(obs.load - obs.capacity, 0), 0, 0]).astype(jnp.float32)  # fmt: skip
+    return history_row(obs.capacity, obs.load, obs.candidate, obs.p_cores, obs.p_duration)
 
 
 def aux_targets_of(obs, capacity_norm: float) -> jnp.ndarray:

@@ -41,8 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.experiments.config import EVAL_TAG, purpose_key
-from jaxsched.experiments.evaluate import run_episode
+from jaxsched.experiments.evaluate import eval_episode_keys, run_episode
 from jaxsched.experiments.report import print_metric_table, write_json
 from jaxsched.experiments.stats import paired_tests, run_stats
 from jaxsched.experiments.system import Metric
@@ -81,8 +80,7 @@ def pinned(params, episode):
 
 
 def episode_keys(cfg: DAGSystemConfig, episodes: int) -> jax.Array:
-    root = purpose_key(cfg.eval.seed, EVAL_TAG)
-    return jax.vmap(lambda e: jax.random.fold_in(root, e))(jnp.arange(episodes))
+    return eval_episode_keys(cfg.eval.seed, episodes)
 
 
 def _env_key(env) -> tuple:

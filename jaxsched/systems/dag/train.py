@@ -18,8 +18,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import jax
-
 from jaxsched.agents.reinforce import Reinforce
 from jaxsched.experiments.train import (
     abstract_state,
@@ -27,11 +25,11 @@ from jaxsched.experiments.train import (
     open_run_dir,
     report_run,
     seed_keys,
+    seed_programs,
     train_chunks,
 )
 from jaxsched.systems.dag.config import DAGSystemConfig, build_dag
 
-_PROGRAMS: dict = {}
 CURVE_METRICS = ("avg_jct", "episode_return", "idle_per_selection", "entropy")
 # A variant's training does not depend on which other variants the config lists.
 MAY_GROW = ("agent.variants",)
@@ -44,18 +42,9 @@ def reinforce_for(cfg: DAGSystemConfig, variant: str, env) -> Reinforce:
 
 def programs(cfg: DAGSystemConfig, variant: str, env):
     """Jitted `init(keys, env_params)` and `chunk(runner, env_params)` over a leading seed axis."""
-    cache_key = (cfg.reinforce, env.config, cfg.agent.hidden, cfg.agent.levels, variant)
-    if cache_key not in _PROGRAMS:
-        alg = reinforce_for(cfg, variant, env)
-
-        def init(keys, env_params):
-            return jax.vmap(alg.init, in_axes=(0, None))(keys, env_params)
-
-        def chunk(runner, env_params):
-            return jax.vmap(alg.train_chunk, in_axes=(0, None))(runner, env_params)
-
-        _PROGRAMS[cache_key] = (jax.jit(init), jax.jit(chunk))
-    return _PROGRAMS[cache_key]
+    alg = reinforce_for(cfg, variant, env)
+    cache_key = ("dag", cfg.reinforce, env.config, cfg.agent.hidden, cfg.agent.levels, variant)
+    return seed_programs(cache_key, alg.init, alg.train_chunk, map_init=False)
 
 
 def run_dir_of(cfg: DAGSystemConfig, variant: str) -> Path:

@@ -23,6 +23,7 @@ from jaxsched.experiments.train import (
     open_run_dir,
     report_run,
     seed_keys,
+    seed_programs,
     train_chunks,
 )
 from jaxsched.systems.dbf.config import DBFConfig, build_run
@@ -34,20 +35,14 @@ SELECT_METRIC = "avg_wait"  # what `eval.select: validation` minimises: the pape
 def programs(ppo_config: PPOConfig, env):
     """Jitted `init(keys, env_params)` and `chunk(runner, env_params)` over a leading seed axis (the
     chunk is `vmap`ped over seeds)."""
-    cache_key = (ppo_config, env.config)
-    if cache_key not in _PROGRAMS:
-
-        def init(keys, env_params):
-            # lax.map rather than vmap: jaxlib 0.10.x wedges on the vmapped orthogonal init (batched QR)
-            # on the CPU; the pinned 0.9.2 does not, but a loop keeps runs bit-identical to those in
-            # docs/results and costs nothing (init is cheap).
-            return jax.lax.map(PPO(ppo_config, env, env_params).init, keys)
-
-        def chunk(runner, env_params):
-            return jax.vmap(PPO(ppo_config, env, env_params).train_chunk)(runner)
-
-        _PROGRAMS[cache_key] = (jax.jit(init), jax.jit(chunk))
-    return _PROGRAMS[cache_key]
+    # lax.map for the inits rather than vmap: jaxlib 0.10.x wedges on the vmapped orthogonal init (batched
+    # QR) on the CPU; the pinned 0.9.2 does not, but a loop keeps runs bit-identical to those in
+    # docs/results and costs nothing (init is cheap).
+    return seed_programs(
+        ("dbf", ppo_config, env.config),
+        lambda key, env_params: PPO(ppo_config, env, env_params).init(key),
+        lambda runner, env_params: PPO(ppo_config, env, env_params).train_chunk(runner),
+    )
 
 
 def abstract_runner(cfg: DBFConfig, env, env_params):

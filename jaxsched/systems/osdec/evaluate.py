@@ -31,8 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.experiments.config import EVAL_TAG, purpose_key
-from jaxsched.experiments.evaluate import run_episode
+from jaxsched.experiments.evaluate import eval_episode_keys, run_episode
 from jaxsched.experiments.report import print_metric_table, write_json
 from jaxsched.experiments.stats import paired_tests, run_stats
 from jaxsched.experiments.system import Metric
@@ -65,8 +64,7 @@ def pinned(params, episode):
 
 
 def episode_keys(cfg: OSDECConfig, episodes: int) -> jax.Array:
-    root = purpose_key(cfg.eval.seed, EVAL_TAG)
-    return jax.vmap(lambda e: jax.random.fold_in(root, e))(jnp.arange(episodes))
+    return eval_episode_keys(cfg.eval.seed, episodes)
 
 
 def _program(key, env, policy, per_run_params: bool):

@@ -17,8 +17,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import jax
-
 from jaxsched.agents.ppo import PPO
 from jaxsched.experiments.train import (
     abstract_state,
@@ -26,11 +24,11 @@ from jaxsched.experiments.train import (
     open_run_dir,
     report_run,
     seed_keys,
+    seed_programs,
     train_chunks,
 )
 from jaxsched.systems.osdec.config import OSDECConfig, build_osdec
 
-_PROGRAMS: dict = {}
 CURVE_METRICS = ("total_reward", "utilization", "approx_kl")  # and `aux_loss` for a learner with the module
 MAY_GROW = ("agent.learners",)  # a learner's training does not depend on the others listed
 
@@ -42,17 +40,11 @@ def ppo_for(cfg: OSDECConfig, learner: str, env, env_params) -> PPO:
 
 def programs(cfg: OSDECConfig, learner: str, env):
     """Jitted `init(keys, env_params)` and `chunk(runner, env_params)` over a leading seed axis."""
-    cache_key = (cfg.ppo, env.config, cfg.agent, learner)
-    if cache_key not in _PROGRAMS:
-
-        def init(keys, env_params):
-            return jax.lax.map(ppo_for(cfg, learner, env, env_params).init, keys)
-
-        def chunk(runner, env_params):
-            return jax.vmap(ppo_for(cfg, learner, env, env_params).train_chunk)(runner)
-
-        _PROGRAMS[cache_key] = (jax.jit(init), jax.jit(chunk))
-    return _PROGRAMS[cache_key]
+    return seed_programs(
+        ("osdec", cfg.ppo, env.config, cfg.agent, learner),
+        lambda key, env_params: ppo_for(cfg, learner, env, env_params).init(key),
+        lambda runner, env_params: ppo_for(cfg, learner, env, env_params).train_chunk(runner),
+    )
 
 
 def run_dir_of(cfg: OSDECConfig, learner: str) -> Path:

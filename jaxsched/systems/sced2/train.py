@@ -15,8 +15,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import jax
-
 from jaxsched.agents.dqn import DQN
 from jaxsched.experiments.train import (
     abstract_state,
@@ -24,11 +22,11 @@ from jaxsched.experiments.train import (
     open_run_dir,
     report_run,
     seed_keys,
+    seed_programs,
     train_chunks,
 )
 from jaxsched.systems.sced2.config import SCED2Config, build_sced2
 
-_PROGRAMS: dict = {}
 CURVE_METRICS = ("avg_effectiveness", "avg_jct", "td_loss", "episode_return")
 
 
@@ -39,17 +37,11 @@ def dqn_for(cfg: SCED2Config, network: str, env, env_params) -> DQN:
 
 def programs(cfg: SCED2Config, network: str, env):
     """Jitted `init(keys, env_params)` and `chunk(runner, env_params)` over a leading seed axis."""
-    cache_key = (cfg.dqn, env.config, cfg.agent, network)
-    if cache_key not in _PROGRAMS:
-
-        def init(keys, env_params):
-            return jax.lax.map(dqn_for(cfg, network, env, env_params).init, keys)
-
-        def chunk(runner, env_params):
-            return jax.vmap(dqn_for(cfg, network, env, env_params).train_chunk)(runner)
-
-        _PROGRAMS[cache_key] = (jax.jit(init), jax.jit(chunk))
-    return _PROGRAMS[cache_key]
+    return seed_programs(
+        ("sced2", cfg.dqn, env.config, cfg.agent, network),
+        lambda key, env_params: dqn_for(cfg, network, env, env_params).init(key),
+        lambda runner, env_params: dqn_for(cfg, network, env, env_params).train_chunk(runner),
+    )
 
 
 def run_dir_of(cfg: SCED2Config, network: str) -> Path:
