@@ -19,6 +19,7 @@ from jaxsched.experiments.config import config_from_dict
 from jaxsched.experiments.train import checkpoint_manager, read_metrics
 from jaxsched.systems import get_system, load_run_config
 from jaxsched.systems.osdec.config import OSDECConfig, build_osdec
+from jaxsched.systems.osdec.table import osdec_table
 from jaxsched.systems.osdec.train import train_learner
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +27,7 @@ QUICK = ROOT / "configs/osdec/quick.yaml"
 TINY = {
     "name": "tiny",
     "workload": {"horizon": 12, "train_episodes": 4, "test_episodes": 3},
-    "agent": {"learners": ["osdec"], "embed": 8, "ff": 8},
+    "agent": {"learners": ["osdec", "reinforce"], "embed": 8, "ff": 8},
     "ppo": {"num_envs": 4, "num_steps": 12, "total_updates": 2, "updates_per_chunk": 1, "num_minibatches": 2},
     "eval": {"episodes": 3, "baselines": ["fifo", "sjf"]},
 }
@@ -80,16 +81,23 @@ def test_train_eval_and_an_exact_resume(tmp_path):
     records = read_metrics(run / "osdec")
     assert [r["update"] for r in records] == [1, 2] and len(records[0]["approx_kl"]) == 2
     assert {"total_reward", "utilization", "aux_loss", "aux_capacity", "approx_kl"} <= set(records[0])
+    # REINFORCE: one full-batch step per batch, so every gradient is taken at ratio 1 (nothing clips, no
+    # KL), where PPO's later epochs and minibatches are taken off-policy
+    reinforce = read_metrics(run / "reinforce")
+    assert all(v == 0.0 for r in reinforce for key in ("clip_frac", "approx_kl") for v in r[key])
+    assert any(v != 0.0 for r in records for v in r["approx_kl"])
 
     assert main(["eval", str(path), "--checkpoint", str(run)]) == 0
     out = json.loads((run / "eval.json").read_text())
-    assert set(out) == {"osdec", "fifo", "sjf"}
+    assert set(out) == {"osdec", "reinforce", "fifo", "sjf"}
     for policy, res in out.items():
         for key in ("total_reward", "utilization", "delay_penalty", "violation", "expired"):
             assert np.isfinite(res[key]["mean"]), (policy, key)
     assert len(out["osdec"]["total_reward"]["per_seed"]) == 2
     assert len(out["osdec"]["total_reward"]["per_episode"]) == 3
     assert out["osdec"]["total_reward"]["vs_best"]["against"] in ("fifo", "sjf")
+
+    _table(tmp_path, path, d, out)
 
     cfg = config_from_dict(OSDECConfig, d | {"out_dir": str(tmp_path / "resumed")})
     train_learner(cfg, "osdec", progress=False, stop_after_chunks=1)
@@ -109,3 +117,35 @@ def test_train_eval_and_an_exact_resume(tmp_path):
         np.testing.assert_array_equal(np.asarray(plain(a)), np.asarray(plain(b)))
     strip = lambda rs: [{k: v for k, v in r.items() if k != "wall_s"} for r in rs]  # noqa: E731
     assert strip(read_metrics(run / "osdec")) == strip(read_metrics(tmp_path / "resumed/tiny/osdec"))
+
+
+def _table(tmp_path, path, d, out):
+    """`jaxsched table osdec` over the trained config and a real-time twin evaluated without a checkpoint
+    (its baselines' rows alone): Tables 1, 2 and 4 with the paper's numbers, and the episode figure, whose
+    FIFO replay earns exactly what the evaluation recorded for that episode."""
+    rt = d | {"name": "tiny_rt", "workload": d["workload"] | {"realtime": True}}
+    rt_path = tmp_path / "tiny_rt.yaml"
+    rt_path.write_text(yaml.safe_dump(rt))
+    assert main(["eval", str(rt_path)]) == 0
+    table = tmp_path / "table"
+    assert main(["table", "osdec", str(path), str(rt_path), "--out", str(table), "--episode", "1"]) == 0
+    text = (table / "table.md").read_text()
+    for heading in ("## Table 1", "## Table 2", "## Table 4", "## One episode"):
+        assert heading in text, heading
+    table1 = text.split("## Table 1")[1].split("## Table 2")[0]
+    rows = {line.split(" | ")[0][2:]: line for line in table1.splitlines() if line.startswith("| ")}
+    assert "(3,408.8)" in rows["FIFO"] and "(3,475.4)" in rows["OSDEC"]  # Table 1's paper numbers beside ours
+    assert "vs fifo" in rows["OSDEC"] or "vs sjf" in rows["OSDEC"]
+    numbers = json.loads((table / "table.json").read_text())
+    assert numbers["table2"]["rows"]["fifo"]["realtime"] is not None
+    assert numbers["table2"]["rows"]["osdec"]["realtime"] is None  # the twin trained nothing
+    assert list(numbers["table4"]) == ["core2"]  # the tiny config's preset
+    np.testing.assert_allclose(
+        numbers["episode"]["fifo"]["total_reward"], out["fifo"]["total_reward"]["per_episode"][1], rtol=1e-6
+    )
+    assert np.isfinite(numbers["episode"]["osdec"]["total_reward"])
+    assert (table / "episode.png").stat().st_size > 10_000
+    never = tmp_path / "never.yaml"
+    never.write_text(yaml.safe_dump(d | {"name": "never"}))
+    with pytest.raises(FileNotFoundError, match="never.yaml: no .*never/eval.json; run `jaxsched train"):
+        osdec_table([never], table)

@@ -9,6 +9,8 @@ from rich.table import Table
 
 from jaxsched.experiments.system import Metric
 
+DASH = "—"  # a cell with no number (not run, not trained)
+
 
 def print_metric_table(rows: dict[str, dict[str, tuple[float, float]]], metrics, title: str = "") -> None:
     """`rows`: policy → metric → (mean, std); `metrics`: `Metric`s, or plain `(key, column header,
@@ -30,3 +32,21 @@ def print_metric_table(rows: dict[str, dict[str, tuple[float, float]]], metrics,
 def write_json(path: str, payload) -> None:
     with open(path, "w") as f:
         json.dump(payload, f, indent=2)
+
+
+def mean_std(entry: dict | None, fmt: str = ",.1f") -> str:
+    """An evaluation entry (`{mean, std, ...}`) as "mean ± std"; `DASH` for none."""
+    return DASH if entry is None else f"{entry['mean']:{fmt}} ± {entry['std']:{fmt}}"
+
+
+def machine_line() -> tuple[str, dict]:
+    """A sentence naming the CPU, core count, JAX version and device, and the `platform_info` behind it:
+    every results file carries one (numbers differ between machines)."""
+    from jaxsched.experiments.throughput import platform_info
+
+    info = platform_info()
+    line = (
+        f"Measured on {info['cpu']} ({info['cpu_count']} cores), JAX {info['jax']} on "
+        f"{info['platform']} ({info['device']})."
+    )
+    return line, info

@@ -21,12 +21,17 @@ duration and violation (each / its scale), trained by MSE. Its features enter th
 `stop_gradient(coef · features)` (Table 3: coefficient 10, dimension 5 each): the module learns from its
 own loss only, with its own learning rate (`param_labels` → "aux"). Ablations: `aux_high`, `aux_low`
 (PPO+Att+Aux_L / Aux_H / PPO+Att), `encoder="mlp"` (the fixed-length PPO baseline: one MLP over the
-flattened tokens).
+flattened tokens), `encoder="pointer"` (the PointerNet baseline, below).
 
 Encoder (§4.2.3): `layers` × [self-attention (Table 3: 1 head) over the present tokens, residual, layer
 norm; position-wise feed-forward, residual, layer norm] (post-norm, as Vaswani et al.). Heads: μ = tanh of
 a position-wise two-layer FF, σ = softplus of another (+ 1e-3), per pending token; V = the mean over the
 present tokens of a Dense(1) after the encoder.
+
+PointerNet (§5.2's third learned baseline, after Vinyals et al.): an LSTM reads the present jobs as a
+sequence in submit order (the slots sorted by job index; the paper's point is that this order is arbitrary
+for a job set), its final state is the decoder's state d, and one pointer step scores every job,
+u_i = vᵀ tanh(W₁ e_i + W₂ d); μ = tanh(u_i), σ from a feed-forward over [e_i, d], V from d.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from jaxsched.nn.das import STD_FLOOR, MaskedNormal
 CORE_NORM, DURATION_NORM, TIME_NORM = 8.0, 16.0, 8.0
 PROFILE = 8  # steps of committed load in the global token
 N_AUX_TASKS = 4  # next capacity, mean cores, mean duration, violation
+ENCODERS = ("attention", "mlp", "pointer")
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,7 @@ class OSDECNetConfig:
     layers: int = 2
     heads: int = 1
     ff: int = 128
-    encoder: str = "attention"  # or "mlp": the fixed-length PPO baseline
+    encoder: str = "attention"  # "mlp": the fixed-length PPO baseline; "pointer": the PointerNet baseline
     aux_high: bool = True
     aux_low: bool = True
     aux_hidden: int = 32
@@ -62,8 +68,8 @@ class OSDECNetConfig:
     capacity_norm: float = 32.0
 
     def __post_init__(self):
-        if self.encoder not in ("attention", "mlp"):
-            raise ValueError(f"osdec.encoder must be 'attention' or 'mlp', got {self.encoder!r}")
+        if self.encoder not in ENCODERS:
+            raise ValueError(f"osdec.encoder must be one of {', '.join(ENCODERS)}, got {self.encoder!r}")
         for name in ("embed", "layers", "heads", "ff", "aux_hidden", "aux_dim"):
             if getattr(self, name) < 1:
                 raise ValueError(f"osdec.{name} must be >= 1, got {getattr(self, name)}")
@@ -167,7 +173,8 @@ class OSDECNet(nn.Module):
         extra = [g]
         if cfg.uses_aux:
             pred, high, low = AuxModule(cfg.aux_hidden, cfg.aux_dim, name="aux")(
-                history_inputs(obs, cfg.capacity_norm))
+                history_inputs(obs, cfg.capacity_norm)
+            )
             if cfg.aux_high:
                 extra.append(jax.lax.stop_gradient(cfg.aux_coef * high))
             if cfg.aux_low:
@@ -188,6 +195,8 @@ class OSDECNet(nn.Module):
             std = nn.softplus(_ff(job, cfg.ff, "std")[:, 0]) + STD_FLOOR
             v = nn.Dense(1, name="value_out")(x)[:, 0]
             value = jnp.sum(jnp.where(valid, v, 0.0)) / valid.sum()
+        elif cfg.encoder == "pointer":
+            mu, std, value = PointerHead(cfg.embed, cfg.ff, name="pointer")(x[:p], x[p], obs.p_id)
         else:  # the fixed-length baseline: one MLP over all tokens
             flat = jnp.where(valid[:, None], x, 0.0).reshape(-1)
             h = nn.relu(nn.Dense(cfg.ff, name="mlp_0")(flat))
@@ -197,6 +206,42 @@ class OSDECNet(nn.Module):
             hv = nn.relu(nn.Dense(cfg.ff, name="value_mlp_0")(flat))
             value = nn.Dense(1, name="value_out")(nn.relu(nn.Dense(cfg.ff, name="value_mlp_1")(hv)))[0]
         return mu, std, value, pred
+
+
+class PointerHead(nn.Module):
+    """The PointerNet baseline (module docstring): jobs `[P, F]` (present where `p_id >= 0`) and the global
+    token `[F]` → (μ [P], σ [P], V)."""
+
+    embed: int
+    ff: int
+
+    @nn.compact
+    def __call__(self, jobs, glob, p_id):
+        present = p_id >= 0
+        p = jobs.shape[0]
+        order = jnp.argsort(jnp.where(present, p_id, jnp.iinfo(jnp.int32).max))  # submit order, empty last
+        x = nn.Dense(self.embed, name="embed")(jobs)[order]
+        cell = nn.OptimizedLSTMCell(self.embed, name="lstm")
+        carry0 = cell.initialize_carry(jax.random.key(0), (self.embed,))
+        carry0 = (carry0[0], nn.Dense(self.embed, name="glob")(glob))  # the global state starts the read
+
+        def read(c, carry, inp):
+            xi, here = inp
+            new, out = c(carry, xi)
+            kept = jax.tree.map(lambda a, b: jnp.where(here, a, b), new, carry)  # empty slots: no step
+            return kept, out
+
+        scan = nn.scan(read, variable_broadcast="params", split_rngs={"params": False})
+        (_, d), enc = scan(cell, carry0, (x, present[order]))
+        enc = jnp.zeros_like(enc).at[order].set(enc)  # back to slot order
+        u = nn.Dense(1, use_bias=False, name="v")(
+            jnp.tanh(nn.Dense(self.embed, name="w_enc")(enc) + nn.Dense(self.embed, name="w_dec")(d))
+        )[:, 0]
+        mu = jnp.tanh(u)
+        both = jnp.concatenate([enc, jnp.broadcast_to(d, (p, d.shape[0]))], axis=1)
+        std = nn.softplus(_ff(both, self.ff, "std")[:, 0]) + STD_FLOOR
+        value = nn.Dense(1, name="value_out")(nn.relu(nn.Dense(self.ff, name="value_0")(d)))[0]
+        return mu, std, value
 
 
 def _ff(x, width: int, name: str):
@@ -247,7 +292,9 @@ class OSDECAgent:
 
     def param_labels(self, params):
         def label(path, _):
-            top = str(getattr(path[1], "key", path[1]))  # path: ("params", submodule, ...)
-            return "aux" if top == "aux" else ("value" if top.startswith("value") else "policy")
+            names = [str(getattr(k, "key", k)) for k in path[1:]]  # path: ("params", submodule, ...)
+            # the value layers are `value_*` (attention's own "value" projection is the policy's)
+            value = any(n.startswith("value_") for n in names)
+            return "aux" if names[0] == "aux" else ("value" if value else "policy")
 
         return jax.tree_util.tree_map_with_path(label, params)

@@ -41,9 +41,9 @@ from pathlib import Path
 import numpy as np
 
 from jaxsched.experiments.plots import plot_cdf_panels, plot_line_panels
+from jaxsched.experiments.report import DASH, machine_line, mean_std
 from jaxsched.experiments.system import PaperTable
-from jaxsched.experiments.throughput import platform_info
-from jaxsched.experiments.train import CHECKPOINT_DIR, EVAL_FILE
+from jaxsched.experiments.train import CHECKPOINT_DIR
 from jaxsched.systems.dag.config import KIND, DAGSystemConfig, build_dag, build_params, make_env
 from jaxsched.systems.dag.evaluate import (
     LEARNER_LABELS,
@@ -78,33 +78,12 @@ FIG6_VARIANT = "full"
 FIG6_STD_FRAC = 1 / 6  # σ = μ/6
 FIG6_METRICS = (("idle_per_delayed", "idle / delayed stage"), ("idle_per_selection", "idle / selection"))
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
-DASH = "—"
 
 
 def _load(path) -> tuple[DAGSystemConfig, dict]:
-    """A config and `{policy: {metric: {...}}}` from its run's eval.json (a variant missing there but
-    evaluated on its own, in `<run dir>/<variant>/eval.json`, is taken from that file)."""
-    from jaxsched.systems import load_run_config
+    from jaxsched.systems import load_evaluated
 
-    system, cfg = load_run_config(path)
-    if system.kind != KIND:
-        raise ValueError(f"{path}: kind {system.kind!r}; `table dag` reads dag configs")
-    eval_path = cfg.run_dir / EVAL_FILE
-    if not eval_path.is_file():
-        raise FileNotFoundError(
-            f"{path}: no {eval_path}; run `jaxsched train {path}` then "
-            f"`jaxsched eval {path} --checkpoint {cfg.run_dir}` first"
-        )
-    results = json.loads(eval_path.read_text())
-    for variant in cfg.agent.variants:
-        label, one = LEARNER_LABELS[variant], run_dir_of(cfg, variant) / EVAL_FILE
-        if label not in results and one.is_file():
-            results[label] = json.loads(one.read_text())[label]
-    return cfg, results
-
-
-def _ms(entry: dict | None, fmt: str = ",.1f") -> str:
-    return DASH if entry is None else f"{entry['mean']:{fmt}} ± {entry['std']:{fmt}}"
+    return load_evaluated(path, KIND)
 
 
 def _mean_std(entry: dict) -> dict:
@@ -131,7 +110,8 @@ def table1(configs) -> tuple[list[str], dict]:
             v: results[LEARNER_LABELS[v]]["avg_jct"] for v in TABLE1_VARIANTS if LEARNER_LABELS[v] in results
         }
         cells = [
-            f"{_ms(ours.get(v))} ({paper[v]:g})" if v in paper else _ms(ours.get(v)) for v in TABLE1_VARIANTS
+            f"{mean_std(ours.get(v))} ({paper[v]:g})" if v in paper else mean_std(ours.get(v))
+            for v in TABLE1_VARIANTS
         ]
         ratios, paper_ratios = {}, {}
         for v in ("no_features", "no_idle"):
@@ -143,7 +123,7 @@ def table1(configs) -> tuple[list[str], dict]:
             cells.append(ours_txt + (f" (×{paper_ratios[v]:.3f})" if v in paper_ratios else ""))
         heuristics = [b for b in cfg.eval.baselines if b in results]
         best = best_baseline(results, heuristics) if heuristics else None
-        cells.append(DASH if best is None else f"{best} {_ms(results[best]['avg_jct'])}")
+        cells.append(DASH if best is None else f"{best} {mean_std(results[best]['avg_jct'])}")
         tests = {}
         for v in ("no_idle", "no_features"):
             test = ours.get("full", {}).get(f"vs_{LEARNER_LABELS[v]}")
@@ -255,8 +235,8 @@ def fig4(ev: Reevaluator, loads, out: Path) -> tuple[list[str], dict]:
             arrays[f"load{key}_{p}"] = samples
             qs = numbers[key][p]["quantiles_s"]
             lines.append(
-                f"| {load:.0%} | {p} | {_ms(results[p]['avg_jct'])} | {qs['p50']:,.1f} | {qs['p90']:,.1f} | "
-                f"{qs['p99']:,.1f} | {results[p]['unfinished']['mean']:.2f} |"
+                f"| {load:.0%} | {p} | {mean_std(results[p]['avg_jct'])} | {qs['p50']:,.1f} | "
+                f"{qs['p90']:,.1f} | {qs['p99']:,.1f} | {results[p]['unfinished']['mean']:.2f} |"
             )
     plot_cdf_panels(
         panels, out / "fig4.png", "job completion time (s)", f"Fig. 4: JCT CDF, {ev.cfg.name} (FIFO: default)"
@@ -309,7 +289,7 @@ def fig5(ev: Reevaluator, jobs, out: Path) -> tuple[list[str], dict]:
     ]
     for n in jobs:
         for p in shown:
-            cells = [_ms(numbers[str(n)][p][k]) for k, _ in FIG5_METRICS]
+            cells = [mean_std(numbers[str(n)][p][k]) for k, _ in FIG5_METRICS]
             lines.append(f"| {n} | {p} | " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -355,7 +335,7 @@ def fig6(ev: Reevaluator, mus, rates, out: Path) -> tuple[list[str], dict]:
             for key, header in FIG6_METRICS:
                 series[header][0].append(res[key]["mean"])
                 series[header][1].append(res[key]["std"])
-            cells = [_ms(res[k], ".2f") for k in keys[:-1]] + [_ms(res["avg_jct"])]
+            cells = [mean_std(res[k], ".2f") for k in keys[:-1]] + [mean_std(res["avg_jct"])]
             lines.append(f"| {knob} | {x:g} | " + " | ".join(cells) + " |")
         other = f"load {w.load:g}" if name == "mu" else f"μ = {w.long_len_s:g} s"
         panels[f"against {knob.split()[0]} ({other}, σ = μ/6)"] = (
@@ -377,15 +357,6 @@ def fig6(ev: Reevaluator, mus, rates, out: Path) -> tuple[list[str], dict]:
 
 
 # ---- the command ----------------------------------------------------------------------------------------
-def _machine() -> tuple[str, dict]:
-    info = platform_info()
-    line = (
-        f"Measured on {info['cpu']} ({info['cpu_count']} cores), JAX {info['jax']} on "
-        f"{info['platform']} ({info['device']})."
-    )
-    return line, info
-
-
 def dag_table(config_paths, out_dir, loads=(), jobs=(), mus=(), rates=()) -> str:
     """Table 1 and Figs. 4–6 (module docstring) into `out_dir`; returns table.md's text."""
     out = Path(out_dir)
@@ -393,7 +364,7 @@ def dag_table(config_paths, out_dir, loads=(), jobs=(), mus=(), rates=()) -> str
     if not configs:
         raise ValueError("table dag: give at least one config")
     out.mkdir(parents=True, exist_ok=True)
-    machine, info = _machine()
+    machine, info = machine_line()
     lines = [f"# Idle-slot DAG scheduling: {', '.join(c.name for c, _ in configs)}", "", machine, ""]
     t1_lines, t1 = table1(configs)
     lines += t1_lines

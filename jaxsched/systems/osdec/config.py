@@ -7,7 +7,8 @@
     env:      {pending_slots, running_slots, defer_negative, history, w_delay, w_violation}
     workload: {preset, realtime, horizon, rate, base_capacity, max_lead, max_window, train_episodes,
                test_episodes, bank_seed, test_seed}
-    agent:    {learners: [osdec, aux_l, aux_h, ppo_att, ppo_mlp], embed, layers, heads, ff, aux_hidden,
+    agent:    {learners: [osdec, aux_l, aux_h, ppo_att, ppo_mlp, pointer, reinforce], embed, layers, heads,
+               ff, aux_hidden,
                aux_dim, aux_coef, capacity_norm}
     ppo:      {any PPOConfig field}   (defaults: `osdec_ppo_config()`, the paper's Table 3)
     eval:     {episodes, baselines, seed, greedy}
@@ -17,16 +18,22 @@
 the test episodes are never seen in training (the paper may have evaluated on its training trajectories;
 we do not).
 
-The learners (Table 1's PPO rows) are injected networks (`nn.osdec`):
+The learners (Table 1's learned rows) are injected networks (`nn.osdec`) trained by the project's PPO:
   osdec     the paper's agent: attention encoder, high- and low-level auxiliary features
   aux_l     PPO+Att+Aux_L: low-level features only
   aux_h     PPO+Att+Aux_H: high-level features only
   ppo_att   PPO+Att: no auxiliary module
   ppo_mlp   PPO: the fixed-length MLP over the flattened tokens, no auxiliary module
+  pointer   PointerNet: an LSTM over the jobs in submit order and one pointer step, no auxiliary module
+  reinforce REINFORCE: OSDEC's network, trained by the policy gradient with a learned baseline instead of
+            PPO — one full-batch step per batch (the ratio is then 1, so PPO's clipping never acts) on
+            Monte-Carlo returns (λ = 1), `LEARNER_PPO` (the paper does not say which baseline; Williams'
+            REINFORCE allows one, and without it the 2,048-step batches' returns would swamp the gradient)
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -43,7 +50,11 @@ LEARNERS = {
     "aux_h": ("attention", True, False),
     "ppo_att": ("attention", False, False),
     "ppo_mlp": ("mlp", False, False),
+    "pointer": ("pointer", False, False),
+    "reinforce": ("attention", True, True),
 }
+# learner -> PPO settings it overrides (the rest are the config's `ppo` section)
+LEARNER_PPO = {"reinforce": {"update_epochs": 1, "num_minibatches": 1, "gae_lambda": 1.0}}
 BASELINES = (*HEURISTICS, "random")
 
 
@@ -159,6 +170,10 @@ class AgentSection:
         encoder, high, low = LEARNERS[learner]
         return OSDECNetConfig(self.embed, self.layers, self.heads, self.ff, encoder, high, low,
                               self.aux_hidden, self.aux_dim, self.aux_coef, self.capacity_norm)  # fmt: skip
+
+    def ppo_config(self, ppo: PPOConfig, learner: str) -> PPOConfig:
+        """The config's `ppo` section with `learner`'s overrides (`LEARNER_PPO`)."""
+        return dataclasses.replace(ppo, **LEARNER_PPO.get(learner, {}))
 
     def network(self, learner: str):
         from jaxsched.nn.osdec import OSDECAgent

@@ -34,8 +34,8 @@ MAY_GROW = ("agent.learners",)  # a learner's training does not depend on the ot
 
 
 def ppo_for(cfg: OSDECConfig, learner: str, env, env_params) -> PPO:
-    """The PPO of `learner` (its injected network) on `env`."""
-    return PPO(cfg.ppo, env, env_params, cfg.agent.network(learner))
+    """The PPO of `learner` (its injected network and its PPO overrides, `config.LEARNER_PPO`) on `env`."""
+    return PPO(cfg.agent.ppo_config(cfg.ppo, learner), env, env_params, cfg.agent.network(learner))
 
 
 def programs(cfg: OSDECConfig, learner: str, env):

@@ -29,7 +29,6 @@ import numpy as np
 
 from jaxsched.experiments.plots import plot_grouped_bars, plot_lines
 from jaxsched.experiments.system import PaperTable
-from jaxsched.experiments.train import EVAL_FILE
 from jaxsched.policies.gpu_locality import make_heuristic
 from jaxsched.systems.sced2.config import SCED2Config, build_sced2
 from jaxsched.systems.sced2.evaluate import (
@@ -72,21 +71,9 @@ FIG7_METRICS = (
 
 def _load(path) -> tuple[SCED2Config, dict]:
     """A config and `{policy: {metric: {...}}}` of its learners and baselines (from their eval.json)."""
-    from jaxsched.systems import load_run_config
+    from jaxsched.systems import load_evaluated
 
-    system, cfg = load_run_config(path)
-    if system.kind != "sced2":
-        raise ValueError(f"{path}: kind {system.kind!r}; `table sced2` reads sced2 configs")
-    results: dict = {}
-    for network in cfg.agent.networks:
-        eval_path = run_dir_of(cfg, network) / EVAL_FILE
-        if eval_path.is_file():
-            results |= json.loads(eval_path.read_text())
-    if not results and (cfg.run_dir / EVAL_FILE).is_file():
-        results = json.loads((cfg.run_dir / EVAL_FILE).read_text())
-    if not results:
-        raise ValueError(f"{path}: no {EVAL_FILE} under {cfg.run_dir}; run jaxsched eval {path} first")
-    return cfg, results
+    return load_evaluated(path, "sced2")
 
 
 def _ms(entry: dict) -> tuple[float, float]:

@@ -1,0 +1,328 @@
+"""OSDEC's Tables 1, 2 and 4 and one episode's capacity and load, from trained and evaluated configs
+(`jaxsched table osdec`).
+
+    jaxsched table osdec configs/osdec/table1.yaml configs/osdec/realtime.yaml --out docs/results/osdec
+
+Every config is trained and evaluated first (`jaxsched train C`, then `jaxsched eval C --checkpoint
+runs/<name>`, which writes `<run dir>/eval.json`; a config evaluated without a checkpoint gives the baselines'
+rows alone). The configs are sorted by their workload:
+
+  * Table 1: the first deferrable config (its preset named in the heading; the paper's is `default`):
+    utilization, time delay (−ω1·Σ delay, the paper's sign) and total reward of every method, each beside the
+    paper's, with each method's utilization and total reward over FIFO's (ours and the paper's: our episodes
+    are smaller than the paper's Azure days, so the ratios are what compare) and the paired Wilcoxon p of each
+    learner against the best baseline (from eval.json).
+  * Table 2: utilization, deferrable against real time (`workload.realtime`), for the first deferrable and
+    real-time configs of one preset, with the real-time / deferrable ratio (ours and the paper's).
+  * Table 4: utilization on Table 4's six presets (core1-3, duration1-3), a column per deferrable config
+    on one of them: ours, its ratio to FIFO and the paper's ratio.
+  * The episode figure (`episode.png`, `episode.json`): test episode `--episode` of Table 1's config played
+    by FIFO and by the first seed's OSDEC policy (played as `jaxsched eval` plays it), the capacity C_t
+    and the cores running in each step; without a trained `osdec` learner, FIFO's alone.
+
+Methods follow the paper's row order; one a config did not evaluate is "—". Everything lands in `--out`:
+`table.md`, `table.json`, the figure.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from jaxsched.experiments.plots import plot_lines
+from jaxsched.experiments.report import DASH, machine_line, mean_std
+from jaxsched.experiments.system import PaperTable
+from jaxsched.experiments.train import CHECKPOINT_DIR
+from jaxsched.policies.deferrable import make_heuristic
+from jaxsched.systems.osdec.config import KIND, OSDECConfig, build_osdec
+from jaxsched.systems.osdec.evaluate import episode_keys, load_policy_params, pinned
+from jaxsched.systems.osdec.train import ppo_for, run_dir_of
+
+HELP = "OSDEC's Tables 1, 2 and 4 (utilization, delay, total reward) and one episode's capacity and load"
+
+# Table 1 of the paper: (utilization, time delay, total reward); learned rows are means over its runs.
+PAPER_TABLE1 = PaperTable(
+    "Table 1 (utilization, time delay, total reward)",
+    {
+        "fifo": {"paper": (3602.45, -193.64, 3408.82)},
+        "sjf": {"paper": (3386.66, -112.06, 3274.66)},
+        "tetris": {"paper": (3689.65, -282.42, 3407.20)},
+        "reinforce": {"paper": (3560.23, -121.64, 3301.06)},
+        "ppo_mlp": {"paper": (3596.25, -218.74, 3377.48)},
+        "pointer": {"paper": (3583.60, -205.76, 3377.91)},
+        "ppo_att": {"paper": (3495.20, -95.66, 3387.22)},
+        "aux_h": {"paper": (3706.87, -101.28, 3444.00)},
+        "aux_l": {"paper": (3737.47, -240.42, 3466.22)},
+        "osdec": {"paper": (3761.24, -250.25, 3475.37)},
+    },
+)
+# Table 2: utilization, (deferrable, real time).
+PAPER_TABLE2 = PaperTable(
+    "Table 2 (utilization: deferrable, real-time)",
+    {
+        "fifo": {"paper": (3611.01, 3449.22)},
+        "sjf": {"paper": (3398.76, 3298.38)},
+        "tetris": {"paper": (3696.79, 3503.01)},
+        "reinforce": {"paper": (3567.80, 3360.28)},
+        "ppo_mlp": {"paper": (3589.87, 3384.50)},
+        "pointer": {"paper": (3576.02, 3398.82)},
+        "ppo_att": {"paper": (3525.43, 3340.77)},
+        "aux_h": {"paper": (3708.02, 3411.08)},
+        "aux_l": {"paper": (3744.02, 3442.96)},
+        "osdec": {"paper": (3781.17, 3521.23)},
+    },
+)
+# Table 4: utilization under the six distribution cases, in `TABLE4_PRESETS` order.
+TABLE4_PRESETS = ("core1", "core2", "core3", "duration1", "duration2", "duration3")
+PAPER_TABLE4 = PaperTable(
+    "Table 4 (utilization: core cases 1-3, duration cases 1-3)",
+    {
+        "fifo": {"paper": (3651.49, 7469.07, 5009.48, 8693.60, 5536.08, 3467.29)},
+        "sjf": {"paper": (3518.63, 5771.45, 4412.64, 7633.65, 5032.28, 3340.02)},
+        "tetris": {"paper": (3856.63, 9144.62, 5537.23, 9475.69, 5923.69, 3633.64)},
+        "reinforce": {"paper": (3613.78, 7148.49, 4869.69, 8136.24, 5327.90, 3399.00)},
+        "ppo_mlp": {"paper": (3648.38, 7415.11, 4972.13, 8324.38, 5386.61, 3427.17)},
+        "pointer": {"paper": (3649.47, 7126.47, 4859.10, 8281.23, 5388.20, 3442.37)},
+        "ppo_att": {"paper": (3662.41, 7957.08, 4663.42, 8248.63, 5472.42, 3357.90)},
+        "aux_h": {"paper": (3707.01, 8425.30, 5096.22, 8571.09, 5592.46, 3536.01)},
+        "aux_l": {"paper": (3781.08, 8560.46, 5430.28, 9113.23, 5876.61, 3595.21)},
+        "osdec": {"paper": (3884.28, 9200.82, 5565.89, 9593.68, 5853.81, 3631.21)},
+    },
+)
+ROWS = tuple(PAPER_TABLE1.values)  # the paper's row order
+ROW_NAMES = {"fifo": "FIFO", "sjf": "SJF", "tetris": "Tetris", "reinforce": "REINFORCE", "ppo_mlp": "PPO",
+             "pointer": "PointerNet", "ppo_att": "PPO+Att", "aux_h": "PPO+Att+Aux_H",
+             "aux_l": "PPO+Att+Aux_L", "osdec": "OSDEC", "random": "random (ours only)"}  # fmt: skip
+REFERENCE = "fifo"  # ratios are to FIFO's
+EPISODE_POLICIES = ("fifo", "osdec")
+
+
+def _rows(*results: dict) -> list[str]:
+    """The paper's rows, then any other method evaluated (random), that any of `results` holds."""
+    extra = [m for r in results for m in r if m not in ROWS]
+    return [m for m in (*ROWS, *dict.fromkeys(extra)) if any(m in r for r in results)]
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return DASH if a is None or b is None or b == 0 else f"×{a / b:.3f}"
+
+
+def _mean(results: dict, method: str, key: str) -> float | None:
+    return results.get(method, {}).get(key, {}).get("mean")
+
+
+def _setting(cfg: OSDECConfig) -> str:
+    return f"{cfg.workload.preset} preset, {'real time' if cfg.workload.realtime else 'deferrable'}"
+
+
+# ---- Table 1 ------------------------------------------------------------------------------------------
+def table1(cfg: OSDECConfig, results: dict) -> tuple[list[str], dict]:
+    paper = PAPER_TABLE1.values
+    lines = [
+        f"## Table 1: utilization, time delay and total reward ({cfg.name}: {_setting(cfg)}, held-out "
+        "episodes)",
+        "",
+        "| method | utilization (paper) | ÷ FIFO (paper) | time delay (paper) | total reward (paper) "
+        "| ÷ FIFO (paper) | p vs best baseline |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    numbers: dict = {"config": cfg.name, "setting": _setting(cfg), "rows": {}}
+    for m in _rows(results):
+        res = results.get(m)
+        pu, pd, pt = paper[m]["paper"] if m in paper else (None, None, None)
+        fifo_p = paper[REFERENCE]["paper"]
+        util, total = _mean(results, m, "utilization"), _mean(results, m, "total_reward")
+        delay = (
+            None
+            if res is None
+            else {"mean": -res["delay_penalty"]["mean"], "std": res["delay_penalty"]["std"]}
+        )
+        test = None if res is None else res["total_reward"].get("vs_best")
+        cells = [
+            _with_paper(mean_std(res and res["utilization"]), pu),
+            f"{_ratio(util, _mean(results, REFERENCE, 'utilization'))} ({_ratio(pu, fifo_p[0])})",
+            _with_paper(mean_std(delay), pd),
+            _with_paper(mean_std(res and res["total_reward"]), pt),
+            f"{_ratio(total, _mean(results, REFERENCE, 'total_reward'))} ({_ratio(pt, fifo_p[2])})",
+            DASH if test is None else f"{test['p']:.2g} vs {test['against']} (n = {test['n']})",
+        ]
+        lines.append(f"| {ROW_NAMES.get(m, m)} | " + " | ".join(cells) + " |")
+        numbers["rows"][m] = {
+            "utilization": util,
+            "time_delay": None if delay is None else delay["mean"],
+            "total_reward": total,
+            "paper": paper.get(m, {}).get("paper"),
+            "vs_best": test,
+        }
+    lines += [
+        "",
+        "Mean ± std over seeds × held-out episodes (`eval.json`); the paper's numbers in parentheses. "
+        "Time delay is −ω1·Σ delay (the paper's sign); total reward = utilization + time delay − ω2·Σ "
+        "violation. p: two-sided Wilcoxon signed-rank test of the learner's total reward against the best "
+        "baseline's over the episodes, n nonzero pairs.",
+        "",
+    ]
+    return lines, numbers
+
+
+def _with_paper(ours: str, paper: float | None) -> str:
+    return ours if paper is None else f"{ours} ({paper:,.1f})"
+
+
+# ---- Table 2 ------------------------------------------------------------------------------------------
+def table2(deferrable: tuple, realtime: tuple) -> tuple[list[str], dict]:
+    (cfg_d, res_d), (cfg_r, res_r) = deferrable, realtime
+    paper = PAPER_TABLE2.values
+    lines = [
+        f"## Table 2: utilization, deferrable ({cfg_d.name}) against real time ({cfg_r.name}), "
+        f"{cfg_d.workload.preset} preset",
+        "",
+        "| method | deferrable (paper) | real time (paper) | real time ÷ deferrable (paper) |",
+        "|---|---:|---:|---:|",
+    ]
+    numbers: dict = {"deferrable": cfg_d.name, "realtime": cfg_r.name, "rows": {}}
+    for m in _rows(res_d, res_r):
+        pd, pr = paper[m]["paper"] if m in paper else (None, None)
+        d, r = _mean(res_d, m, "utilization"), _mean(res_r, m, "utilization")
+        cells = [
+            _with_paper(mean_std(res_d.get(m, {}).get("utilization")), pd),
+            _with_paper(mean_std(res_r.get(m, {}).get("utilization")), pr),
+            f"{_ratio(r, d)} ({_ratio(pr, pd)})" if pd else _ratio(r, d),
+        ]
+        lines.append(f"| {ROW_NAMES.get(m, m)} | " + " | ".join(cells) + " |")
+        numbers["rows"][m] = {"deferrable": d, "realtime": r, "paper": paper.get(m, {}).get("paper")}
+    lines += ["", "Utilization (Σ c·d of started jobs per episode), mean ± std over seeds × episodes.", ""]
+    return lines, numbers
+
+
+# ---- Table 4 ------------------------------------------------------------------------------------------
+def table4(configs: list) -> tuple[list[str], dict]:
+    """`configs`: `(cfg, results)` of deferrable configs on Table 4's presets, one per preset."""
+    by_preset = {cfg.workload.preset: (cfg, res) for cfg, res in configs}
+    presets = [p for p in TABLE4_PRESETS if p in by_preset]
+    paper = PAPER_TABLE4.values
+    lines = [
+        "## Table 4: utilization under the distribution cases (ours, ÷ FIFO, (the paper's ÷ FIFO))",
+        "",
+        "| method | " + " | ".join(f"{p} ({by_preset[p][0].name})" for p in presets) + " |",
+        "|---|" + "---:|" * len(presets),
+    ]
+    numbers: dict = {p: {"config": by_preset[p][0].name, "rows": {}} for p in presets}
+    for m in _rows(*(by_preset[p][1] for p in presets)):
+        cells = []
+        for p in presets:
+            res = by_preset[p][1]
+            i = TABLE4_PRESETS.index(p)
+            pv = paper[m]["paper"][i] if m in paper else None
+            pf = paper[REFERENCE]["paper"][i]
+            u, f = _mean(res, m, "utilization"), _mean(res, REFERENCE, "utilization")
+            ours = DASH if u is None else f"{u:,.1f} {_ratio(u, f)}"
+            cells.append(ours + (f" ({_ratio(pv, pf)})" if pv is not None else ""))
+            numbers[p]["rows"][m] = {"utilization": u, "paper": pv}
+        lines.append(f"| {ROW_NAMES.get(m, m)} | " + " | ".join(cells) + " |")
+    lines += ["", "Means over seeds × held-out episodes; ratios to FIFO on the same preset.", ""]
+    return lines, numbers
+
+
+# ---- one episode --------------------------------------------------------------------------------------
+def episode_trace(env, params, policy, policy_params, key, steps: int) -> dict[str, np.ndarray]:
+    """One episode of `steps` steps from `env.reset(key)`: per step the capacity C_t, the cores running
+    in it (`busy`: what ran on before plus what started) and the reward, `[steps]` each."""
+    k_reset, k_loop = jax.random.split(key)
+
+    def body(carry, k):
+        obs, state = carry
+        k_act, k_step = jax.random.split(k)
+        action = policy(policy_params, obs, k_act)
+        obs, state, reward, _, _, info = env.step_env(k_step, state, action, params)
+        return (obs, state), (info["capacity"], info["busy"], reward)
+
+    out = jax.lax.scan(body, env.reset(k_reset, params), jax.random.split(k_loop, steps))[1]
+    return dict(zip(("capacity", "busy", "reward"), (np.asarray(x) for x in out), strict=True))
+
+
+def episode_figure(cfg: OSDECConfig, episode: int, out: Path) -> tuple[list[str], dict]:
+    env, train_params, test_params = build_osdec(cfg)
+    if not 0 <= episode < cfg.workload.test_episodes:
+        raise ValueError(f"--episode must be in 0..{cfg.workload.test_episodes - 1}, got {episode}")
+    params = pinned(test_params, episode)
+    key = episode_keys(cfg, episode + 1)[episode]
+    steps = cfg.workload.horizon
+    traces = {REFERENCE: episode_trace(env, params, make_heuristic(env, REFERENCE), None, key, steps)}
+    if (run_dir_of(cfg, "osdec") / CHECKPOINT_DIR).is_dir():
+        pp, _ = load_policy_params(cfg, "osdec", env, train_params)
+        first_seed = jax.tree.map(lambda x: x[0], pp)
+        policy = ppo_for(cfg, "osdec", env, None).policy(greedy=cfg.eval.greedy)
+        traces["osdec"] = episode_trace(env, params, policy, first_seed, key, steps)
+    series = {"capacity C_t": (traces[REFERENCE]["capacity"],)}
+    series |= {f"running cores, {ROW_NAMES[p]}": (tr["busy"],) for p, tr in traces.items()}
+    title = f"{cfg.name}: test episode {episode}, capacity and running load"
+    plot_lines(np.arange(steps), series, out / "episode.png", "step", "cores", title)
+    numbers = {p: {k: v.tolist() for k, v in tr.items()} for p, tr in traces.items()}
+    (out / "episode.json").write_text(json.dumps({"config": cfg.name, "episode": episode, **numbers}))
+    lines = [
+        f"## One episode ({cfg.name}, test episode {episode}): `episode.png`",
+        "",
+        "| policy | total reward | cores over capacity (Σ) | steps at capacity |",
+        "|---|---:|---:|---:|",
+    ]
+    for p, tr in traces.items():
+        over = np.maximum(tr["busy"] - tr["capacity"], 0).sum()
+        full = int(np.sum(tr["busy"] >= tr["capacity"]))
+        lines.append(f"| {ROW_NAMES[p]} | {tr['reward'].sum():,.1f} | {over:,.0f} | {full} / {steps} |")
+    return lines + [""], {p: {"total_reward": float(tr["reward"].sum())} for p, tr in traces.items()}
+
+
+# ---- the command ----------------------------------------------------------------------------------------
+def osdec_table(config_paths, out_dir, episode: int = 0) -> str:
+    """Tables 1, 2, 4 and the episode figure (module docstring) into `out_dir`; returns table.md's text."""
+    from jaxsched.systems import load_evaluated
+
+    configs = [load_evaluated(p, KIND) for p in config_paths]
+    if not configs:
+        raise ValueError("table osdec: give at least one config")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    machine, info = machine_line()
+    lines = [f"# OSDEC: {', '.join(c.name for c, _ in configs)}", "", machine, ""]
+    numbers: dict = {"machine": info}
+    deferrable = [c for c in configs if not c[0].workload.realtime]
+    realtime = [c for c in configs if c[0].workload.realtime]
+    if deferrable:
+        t1_lines, numbers["table1"] = table1(*deferrable[0])
+        lines += t1_lines
+    pair = next(((d, r) for d in deferrable for r in realtime
+                 if d[0].workload.preset == r[0].workload.preset), None)  # fmt: skip
+    if pair is not None:
+        t2_lines, numbers["table2"] = table2(*pair)
+        lines += t2_lines
+    cases = list({c.workload.preset: (c, r) for c, r in reversed(deferrable)
+                  if c.workload.preset in TABLE4_PRESETS}.values())  # fmt: skip
+    if cases:
+        t4_lines, numbers["table4"] = table4(cases)
+        lines += t4_lines
+    if deferrable:
+        ep_lines, numbers["episode"] = episode_figure(deferrable[0][0], episode, out)
+        lines += ep_lines
+    text = "\n".join(lines)
+    (out / "table.md").write_text(text)
+    (out / "table.json").write_text(json.dumps(numbers, indent=2))
+    return text
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument(
+        "configs", nargs="+", help="trained and evaluated osdec configs (jaxsched eval first)"
+    )
+    parser.add_argument("--out", required=True, help="folder for table.md, table.json and episode.png")
+    parser.add_argument("--episode", type=int, default=0, help="the test episode drawn (default 0)")
+
+
+def run_from_args(args) -> int:
+    text = osdec_table(args.configs, args.out, episode=args.episode)
+    print(text)
+    print(f"written to {args.out}/")
+    return 0
