@@ -20,6 +20,9 @@ DATA = ROOT.parent / "shared" / "data"
 # an environment that sets its own directory keeps it. (Loading an entry logs a harmless E-level
 # "+prefer-no-gather" line: docs/testing.md, "CI time".)
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(ROOT / ".pytest_cache" / "jax-compilation"))
+# Every program, not only those that took >= 1 s to compile (JAX's default): the small env and policy
+# programs that many test files and the notebooks' kernels compile again are then loaded too.
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 # The suite is compile-bound (a cold run spends most of its time in XLA). LLVM's optimisation level 1
 # instead of the default 2 compiles faster and runs the tests' small programs about as fast: back to back on
 # this 2-core CPU, the DAS training-run fixture took 51 s instead of 57 s, the PPO and DA learning tests

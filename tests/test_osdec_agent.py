@@ -118,6 +118,9 @@ def test_network_wiring():
     empty = int(np.flatnonzero(np.asarray(obs.p_id) < 0)[0])
     junk = obs.replace(p_cores=obs.p_cores.at[empty].set(8), p_duration=obs.p_duration.at[empty].set(17))
     np.testing.assert_allclose(agent.value(p, obs), agent.value(p, junk), rtol=1e-5)
+    pointer = OSDECAgent(OSDECNetConfig(embed=8, ff=8, aux_high=False, aux_low=False, encoder="pointer"))
+    q = pointer.init(jax.random.key(1), obs)  # the PointerNet's LSTM takes no step for an empty slot
+    np.testing.assert_allclose(pointer.value(q, obs), pointer.value(q, junk), rtol=1e-5)
     for cfg in (OSDECNetConfig(embed=8, ff=8, aux_high=False, aux_low=False),
                 OSDECNetConfig(embed=8, ff=8, aux_low=False, encoder="mlp"),
                 OSDECNetConfig(embed=8, ff=8, aux_high=False, aux_low=False, encoder="pointer")):  # fmt: skip

@@ -43,7 +43,7 @@ def test_shipped_configs_load():
     assert cfg.workload.preset == "core2" and cfg.agent.learners == ("osdec", "ppo_mlp")
     assert cfg.ppo.group_lrs[2] == ("aux", 1e-2, 1e-3)
     table1 = load_run_config(ROOT / "configs/osdec/table1.yaml")[1]
-    assert len(table1.agent.learners) == 5 and not table1.workload.realtime
+    assert len(table1.agent.learners) == 7 and not table1.workload.realtime
     assert (table1.ppo.steps_per_update, table1.ppo.minibatch_size) == (2048, 64)  # Table 3
     assert load_run_config(ROOT / "configs/osdec/realtime.yaml")[1].workload.realtime
     env, train, test = build_osdec(cfg)
@@ -140,9 +140,22 @@ def _table(tmp_path, path, d, out):
     assert numbers["table2"]["rows"]["fifo"]["realtime"] is not None
     assert numbers["table2"]["rows"]["osdec"]["realtime"] is None  # the twin trained nothing
     assert list(numbers["table4"]) == ["core2"]  # the tiny config's preset
+    # the replay is the evaluated episode: its reward, and its running cores over its capacity
     np.testing.assert_allclose(
         numbers["episode"]["fifo"]["total_reward"], out["fifo"]["total_reward"]["per_episode"][1], rtol=1e-6
     )
+    trace = json.loads((table / "episode.json").read_text())["fifo"]
+    np.testing.assert_allclose(
+        np.sum(trace["busy"]) / np.sum(trace["capacity"]), out["fifo"]["capacity_share"]["per_episode"][1],
+        rtol=1e-5,
+    )
+    # the ratios printed are ours, from the evaluations
+    ratio = out["osdec"]["total_reward"]["mean"] / out["fifo"]["total_reward"]["mean"]
+    assert f"×{ratio:.3f} (×1.020)" in rows["OSDEC"]  # the paper's: 3475.37 / 3408.82
+    rt = json.loads((tmp_path / "runs/tiny_rt/eval.json").read_text())["fifo"]["utilization"]["mean"]
+    table2 = text.split("## Table 2")[1].split("## Table 4")[0]
+    fifo2 = next(line for line in table2.splitlines() if line.startswith("| FIFO"))
+    assert f"×{rt / out['fifo']['utilization']['mean']:.3f} (×0.955)" in fifo2  # 3449.22 / 3611.01
     assert np.isfinite(numbers["episode"]["osdec"]["total_reward"])
     assert (table / "episode.png").stat().st_size > 10_000
     never = tmp_path / "never.yaml"

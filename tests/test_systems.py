@@ -77,8 +77,8 @@ def test_set_errors_name_set(tmp_path, capsys):
 
 
 def test_cli_dispatches_table_per_system(capsys):
-    """`table KIND` runs the system's own `table` module with its own arguments; a kind without one is
-    refused with the choices named."""
+    """`table KIND` runs the system's own `table` module with its own arguments (every system has one); a
+    kind that is none is refused with the choices named."""
     with pytest.raises(SystemExit):
         main(["table", "dbf"])  # DBF's table is the split sweep over run directories
     assert "jaxsched table dbf: error: the following arguments are required: runs, --out" in (
@@ -86,4 +86,10 @@ def test_cli_dispatches_table_per_system(capsys):
     )
     with pytest.raises(SystemExit):
         main(["table", "osdec"])
-    assert "invalid choice: 'osdec'" in capsys.readouterr().err
+    assert "jaxsched table osdec: error: the following arguments are required: configs, --out" in (
+        capsys.readouterr().err
+    )
+    with pytest.raises(SystemExit):
+        main(["table", "sced3"])
+    err = capsys.readouterr().err
+    assert "invalid choice: 'sced3'" in err and all(k in err for k in ("dbf", "das", "sced2", "dag", "osdec"))
