@@ -222,8 +222,8 @@ class PointerHead(nn.Module):
         order = jnp.argsort(jnp.where(present, p_id, jnp.iinfo(jnp.int32).max))  # submit order, empty last
         x = nn.Dense(self.embed, name="embed")(jobs)[order]
         cell = nn.OptimizedLSTMCell(self.embed, name="lstm")
-        carry0 = cell.initialize_carry(jax.random.key(0), (self.embed,))
-        carry0 = (carry0[0], nn.Dense(self.embed, name="glob")(glob))  # the global state starts the read
+        # carry (c, h): an empty cell, and the global token's embedding as the hidden state to read from
+        carry0 = (jnp.zeros((self.embed,), x.dtype), nn.Dense(self.embed, name="glob")(glob))
 
         def read(c, carry, inp):
             xi, here = inp

@@ -2,7 +2,7 @@
 declaration.
 
 What the system defines, and where: its config (`config.OSDECConfig`: env / workload / agent / ppo / eval
-sections and `build_osdec`), its learners (`config.LEARNERS`: the paper's agent and Table 1's PPO rows,
+sections and `build_osdec`), its learners (`config.LEARNERS`: the paper's agent and Table 1's learned rows,
 `nn.osdec.OSDECAgent` trained by the project's PPO, `agents.ppo`, through `train.train_osdec` on the shared
 chunked trainer), its baselines (`policies.deferrable.HEURISTICS`), its metrics
 (`evaluate.OSDEC_METRICS`), its evaluation (`evaluate.evaluate_osdec`), the paper's Tables 1, 2 and 4

@@ -8,8 +8,7 @@
     workload: {preset, realtime, horizon, rate, base_capacity, max_lead, max_window, train_episodes,
                test_episodes, bank_seed, test_seed}
     agent:    {learners: [osdec, aux_l, aux_h, ppo_att, ppo_mlp, pointer, reinforce], embed, layers, heads,
-               ff, aux_hidden,
-               aux_dim, aux_coef, capacity_norm}
+               ff, aux_hidden, aux_dim, aux_coef, capacity_norm}
     ppo:      {any PPOConfig field}   (defaults: `osdec_ppo_config()`, the paper's Table 3)
     eval:     {episodes, baselines, seed, greedy}
 

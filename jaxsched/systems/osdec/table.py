@@ -38,7 +38,7 @@ from jaxsched.experiments.system import PaperTable
 from jaxsched.experiments.train import CHECKPOINT_DIR
 from jaxsched.policies.deferrable import make_heuristic
 from jaxsched.systems.osdec.config import KIND, OSDECConfig, build_osdec
-from jaxsched.systems.osdec.evaluate import episode_keys, load_policy_params, pinned
+from jaxsched.systems.osdec.evaluate import HEADLINE, episode_keys, load_policy_params, pinned
 from jaxsched.systems.osdec.train import ppo_for, run_dir_of
 
 HELP = "OSDEC's Tables 1, 2 and 4 (utilization, delay, total reward) and one episode's capacity and load"
@@ -96,8 +96,7 @@ ROWS = tuple(PAPER_TABLE1.values)  # the paper's row order
 ROW_NAMES = {"fifo": "FIFO", "sjf": "SJF", "tetris": "Tetris", "reinforce": "REINFORCE", "ppo_mlp": "PPO",
              "pointer": "PointerNet", "ppo_att": "PPO+Att", "aux_h": "PPO+Att+Aux_H",
              "aux_l": "PPO+Att+Aux_L", "osdec": "OSDEC", "random": "random (ours only)"}  # fmt: skip
-REFERENCE = "fifo"  # ratios are to FIFO's
-EPISODE_POLICIES = ("fifo", "osdec")
+REFERENCE = "fifo"  # ratios are to FIFO's; the episode figure plays it beside the paper's agent (HEADLINE)
 
 
 def _rows(*results: dict) -> list[str]:
@@ -257,11 +256,11 @@ def episode_figure(cfg: OSDECConfig, episode: int, out: Path) -> tuple[list[str]
     key = episode_keys(cfg, episode + 1)[episode]
     steps = cfg.workload.horizon
     traces = {REFERENCE: episode_trace(env, params, make_heuristic(env, REFERENCE), None, key, steps)}
-    if (run_dir_of(cfg, "osdec") / CHECKPOINT_DIR).is_dir():
-        pp, _ = load_policy_params(cfg, "osdec", env, train_params)
+    if (run_dir_of(cfg, HEADLINE) / CHECKPOINT_DIR).is_dir():
+        pp, _ = load_policy_params(cfg, HEADLINE, env, train_params)
         first_seed = jax.tree.map(lambda x: x[0], pp)
-        policy = ppo_for(cfg, "osdec", env, None).policy(greedy=cfg.eval.greedy)
-        traces["osdec"] = episode_trace(env, params, policy, first_seed, key, steps)
+        policy = ppo_for(cfg, HEADLINE, env, None).policy(greedy=cfg.eval.greedy)
+        traces[HEADLINE] = episode_trace(env, params, policy, first_seed, key, steps)
     series = {"capacity C_t": (traces[REFERENCE]["capacity"],)}
     series |= {f"running cores, {ROW_NAMES[p]}": (tr["busy"],) for p, tr in traces.items()}
     title = f"{cfg.name}: test episode {episode}, capacity and running load"
