@@ -92,17 +92,25 @@ class DAGEnv(Environment[DAGState, DAGParams]):
     # ---- template gathers ------------------------------------------------------------------------
     def _stage_arrays(self, state: DAGState, params: DAGParams):
         """Per slot: n_tasks, duration (i32[J, S]), parents (i32[J, S]), valid stages (bool[J, S]), cached in
-        the state at admission (0 / False in empty slots)."""
-        return state.n_tasks, state.duration, state.parents, state.stage_valid
+        the state at admission (stale in a slot whose job left: every reader masks by the valid stages). The valid mask is unpacked from `stage_bits`
+        (elementwise, fused into its consumers: one `[J, S]` array fewer to carry and select)."""
+        return state.n_tasks, state.duration, state.parents, self._bits(state.stage_bits)
+
+    def _bits(self, bits: jax.Array) -> jax.Array:
+        """`bool[J, S]`: the bitmasks `i32[J]` unpacked."""
+        s = jnp.arange(self.config.max_stages, dtype=jnp.int32)
+        return (jnp.right_shift(bits[:, None], s[None, :]) & 1) == 1
+
+    def _stage_bits(self, flags: jax.Array) -> jax.Array:
+        """`i32[J]`: `bool[J, S]` packed, bit s for stage s."""
+        s = jnp.arange(self.config.max_stages, dtype=jnp.int32)
+        return jnp.sum(jnp.where(flags, jnp.left_shift(1, s)[None, :], 0), axis=1, dtype=jnp.int32)
 
     def _open(self, state: DAGState, params: DAGParams) -> jax.Array:
         """`bool[J, S]`: stages whose parents are finished, with tasks not yet covered and no timer running
         (runnable but for the round's selections)."""
         n_tasks, _, parents, valid = self._stage_arrays(state, params)
-        s = jnp.arange(self.config.max_stages, dtype=jnp.int32)
-        finished = valid & (state.done >= n_tasks)
-        fin_bits = jnp.sum(jnp.where(finished, jnp.left_shift(1, s)[None, :], 0), axis=1)
-        parents_done = (parents & ~fin_bits[:, None]) == 0
+        parents_done = (parents & ~state.fin_bits[:, None]) == 0
         spare = n_tasks - state.dispatched - state.moving > 0
         return valid & parents_done & spare & (state.hold_until <= state.t)
 
@@ -155,7 +163,8 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             slot_arrival=jnp.zeros((j,), jnp.int32),
             dispatched=zjs, done=zjs, moving=zjs, delayed=jnp.zeros((j, s), bool), hold_until=zjs,
             selected=jnp.zeros((j, s), bool), n_tasks=zjs, duration=zjs, parents=zjs,
-            stage_valid=jnp.zeros((j, s), bool), forwarding=jnp.bool_(False),
+            stage_bits=jnp.zeros((j,), jnp.int32), fin_bits=jnp.zeros((j,), jnp.int32),
+            forwarding=jnp.bool_(False),
             ex_state=jnp.zeros((k,), jnp.int32), ex_until=jnp.full((k,), INF_MS, jnp.int32),
             ex_job=jnp.full((k,), -1, jnp.int32), ex_slot=jnp.zeros((k,), jnp.int32),
             ex_stage=jnp.full((k,), -1, jnp.int32), ex_warm=jnp.zeros((k,), bool),
@@ -199,29 +208,29 @@ class DAGEnv(Environment[DAGState, DAGParams]):
 
     def _apply(self, state: DAGState, params: DAGParams, action, valid) -> DAGState:
         """The action, where `valid` (else nothing): delay the stage (r > 0) or dispatch executors to it
-        (r = 0). Masked updates, not `lax.cond`: under `vmap` a cond computes both branches and selects
-        over the whole state, which cost more than the action itself."""
+        (r = 0). Masked updates of the one `(j, s)` cell, not `lax.cond`: under `vmap` a cond computes both
+        branches and selects over the whole state, which cost more than the action itself."""
         cfg = self.config
-        j, s = action[0] // cfg.max_stages, action[0] % cfg.max_stages
+        a = jnp.clip(action[0], 0, cfg.max_slots * cfg.max_stages - 1)  # out of range only when not valid
+        j, s = a // cfg.max_stages, a % cfg.max_stages
         p, r = action[1] + 1, action[2]
         delay, go = valid & (r > 0), valid & (r == 0)
         n_tasks, duration, _, _ = self._stage_arrays(state, params)
         length = n_tasks[j, s] * duration[j, s]
         idle = jnp.where(delay, jnp.maximum(_floor_mul_div(r, length, cfg.idle_levels), 1), 0)
-        at = (jnp.arange(cfg.max_slots)[:, None] == j) & (jnp.arange(cfg.max_stages)[None, :] == s)  # [J, S]
-        state = self._dispatch(state, params, j, s, p, go, at)
+        state = self._dispatch(state, params, j, s, p, go)
         return state.replace(
-            selected=state.selected | (at & valid),
-            delayed=state.delayed | (at & delay),
-            hold_until=jnp.where(at & delay, state.t + idle, state.hold_until),
+            selected=state.selected.at[j, s].set(state.selected[j, s] | valid),
+            delayed=state.delayed.at[j, s].set(state.delayed[j, s] | delay),
+            hold_until=state.hold_until.at[j, s].set(jnp.where(delay, state.t + idle, state.hold_until[j, s])),
             n_selections=state.n_selections + valid,
             n_delayed=state.n_delayed + delay,
             idle_total=state.idle_total + idle.astype(jnp.float32) / 1000.0,
         )
 
-    def _dispatch(self, state: DAGState, params: DAGParams, j, s, p, go, at) -> DAGState:
-        """Where `go`, send `min(idle, remaining, p − bound)` idle executors to stage (j, s) (`at`, its
-        `bool[J, S]` cell): the job's own first, then the rest, each by index; the rest move when
+    def _dispatch(self, state: DAGState, params: DAGParams, j, s, p, go) -> DAGState:
+        """Where `go`, send `min(idle, remaining, p − bound)` idle executors to stage (j, s): the job's own
+        first, then the rest, each by index; the rest move when
         `moving_delay > 0`, the others start a task now."""
         n_tasks, duration, _, _ = self._stage_arrays(state, params)
         jid = state.slot_job[j]
@@ -252,8 +261,8 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             ex_slot=jnp.where(chosen, j, state.ex_slot),
             ex_stage=jnp.where(chosen, s, state.ex_stage),
             ex_warm=jnp.where(starts, True, jnp.where(moves, False, state.ex_warm)),
-            dispatched=state.dispatched + jnp.where(at, starts.sum(dtype=jnp.int32), 0),
-            moving=state.moving + jnp.where(at, moves.sum(dtype=jnp.int32), 0),
+            dispatched=state.dispatched.at[j, s].add(starts.sum(dtype=jnp.int32)),
+            moving=state.moving.at[j, s].add(moves.sum(dtype=jnp.int32)),
         )
 
     # ---- events ----------------------------------------------------------------------------------
@@ -287,7 +296,8 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             reward = reward - dt * n_sys / params.reward_scale
             st = self._fast_forward(st, params, cont, t_new)
             st = st.replace(t=t_new, events=st.events + 1)
-            st = jax.lax.cond(trunc, lambda x: x, lambda x: self._process(x, params), st)
+            # Not a `lax.cond`: under `vmap` it would compute both sides and select over the whole state.
+            st = self._process(st, params, active=~trunc)
             return st, trunc, reward, i + 1
 
         init = (state, jnp.bool_(False), jnp.float32(0.0), jnp.int32(0))
@@ -359,9 +369,11 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             ex_until=state.ex_until + c * d, done=state.done + add, dispatched=state.dispatched + add
         )
 
-    def _process(self, state: DAGState, params: DAGParams) -> DAGState:
+    def _process(self, state: DAGState, params: DAGParams, active=True) -> DAGState:
         """Every event at `state.t`, in docs/dag.md's order: completions (with continuation), move
-        arrivals, stage/job completion, arrivals and admission, then the trigger that clears selections."""
+        arrivals, stage/job completion, arrivals and admission, then the trigger that clears selections.
+        Where `active` is False (the episode was truncated at `state.t`) nothing happens: every event mask
+        is gated by it, which is cheaper under `vmap` than a `lax.cond`."""
         cfg = self.config
         t = state.t
         n_tasks, duration, _, valid = self._stage_arrays(state, params)
@@ -372,8 +384,8 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         # 1. task completions (those before t only on stages with no task left: see `_next_event`) and
         # 2. move arrivals (to a job still in the system). A stage's n_tasks − dispatched tasks go to its
         # completing executors (they continue), then to its arriving ones (they start, fresh), each by index.
-        comp = (state.ex_state == 1) & (state.ex_until <= t)
-        arr = (state.ex_state == 2) & (state.ex_until == t)
+        comp = (state.ex_state == 1) & (state.ex_until <= t) & active
+        arr = (state.ex_state == 2) & (state.ex_until == t) & active
         alive = arr & (state.slot_job[k_slot] == state.ex_job)
         done = state.done.at[jnp.where(comp, k_slot, oob), k_stage].add(1, mode="drop")
         moving = state.moving.at[jnp.where(alive, k_slot, oob), k_stage].add(-1, mode="drop")
@@ -390,15 +402,14 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         task_end = t + run_for
         ex_until = jnp.where(gets, task_end, jnp.where(arr | comp, INF_MS, state.ex_until))
         went_idle = (comp & ~cont) | (arr & ~start)
-        stage_done = valid & (done >= n_tasks)
-        newly_done = stage_done & (state.done < n_tasks)
-        timer_end = state.delayed & (state.hold_until == t)
+        newly_done = valid & (done >= n_tasks) & (state.done < n_tasks)
+        fin_bits = state.fin_bits | self._stage_bits(newly_done)
+        timer_end = state.delayed & (state.hold_until == t) & active
 
         # 3. finished jobs leave their slots
-        finished_job = (state.slot_job >= 0) & jnp.all(~valid | stage_done, axis=1)
+        finished_job = (state.slot_job >= 0) & (fin_bits == state.stage_bits) & active
         jct = t - state.slot_arrival
         n_out = finished_job.sum(dtype=jnp.int32)
-        keep = ~finished_job[:, None]
         state = state.replace(
             ex_state=ex_state,
             ex_until=ex_until,
@@ -410,27 +421,27 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             sum_jct=state.sum_jct + jnp.sum(jnp.where(finished_job, jct, 0).astype(jnp.float32)) / 1000.0,
             last_finish=jnp.where(n_out > 0, t, state.last_finish),
             slot_job=jnp.where(finished_job, -1, state.slot_job),
-            dispatched=dispatched * keep,
-            done=done * keep,
-            moving=moving * keep,
-            delayed=state.delayed & keep,
-            hold_until=state.hold_until * keep,
-            n_tasks=state.n_tasks * keep,
-            duration=state.duration * keep,
-            parents=state.parents * keep,
-            stage_valid=state.stage_valid & keep,
+            # a freed slot's per-stage arrays keep their stale values, masked by `stage_bits` = 0 wherever
+            # read, until an admission overwrites them (`_arrive`): one pass per array, not two
+            dispatched=dispatched,
+            done=done,
+            moving=moving,
+            stage_bits=jnp.where(finished_job, 0, state.stage_bits),
+            fin_bits=jnp.where(finished_job, 0, fin_bits),
         )
         # 4. arrivals and admission; 6. a trigger clears every selection
         admitted_before = state.next_admit
-        state = self._arrive(state, params)
+        state = self._arrive(state, params, active)
         trigger = went_idle.any() | newly_done.any() | timer_end.any() | (state.next_admit > admitted_before)
         return state.replace(selected=state.selected & ~trigger)
 
-    def _arrive(self, state: DAGState, params: DAGParams) -> DAGState:
-        """Jobs due by `state.t` arrive; waiting jobs take free slots in arrival order, lowest slot first."""
+    def _arrive(self, state: DAGState, params: DAGParams, active=True) -> DAGState:
+        """Jobs due by `state.t` arrive; waiting jobs take free slots in arrival order, lowest slot first
+        (nothing where `active` is False)."""
         b = params.bank
         n = b.arrival.shape[1]
         next_arr = first_after(b.arrival[state.ep], state.next_arr, state.n_jobs, state.t)
+        next_arr = jnp.where(active, next_arr, state.next_arr)
         free = state.slot_job < 0
         order = jnp.cumsum(free) - 1  # rank of each free slot
         admit = jnp.minimum(next_arr - state.next_admit, free.sum(dtype=jnp.int32))
@@ -440,12 +451,18 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         waited = take & (b.arrival[state.ep, jobc] < state.t)
         tmpl = jnp.where(take, b.template[state.ep, jobc], state.slot_tmpl)
         put = take[:, None]
-        in_tmpl = jnp.arange(self.config.max_stages)[None, :] < b.n_stages[tmpl][:, None]
+        all_bits = jnp.left_shift(1, b.n_stages[tmpl]) - 1
         return state.replace(
+            dispatched=jnp.where(put, 0, state.dispatched),
+            done=jnp.where(put, 0, state.done),
+            moving=jnp.where(put, 0, state.moving),
+            delayed=state.delayed & ~put,
+            hold_until=jnp.where(put, 0, state.hold_until),
             n_tasks=jnp.where(put, b.n_tasks[tmpl], state.n_tasks),
             duration=jnp.where(put, b.duration[tmpl], state.duration),
             parents=jnp.where(put, b.parents[tmpl], state.parents),
-            stage_valid=jnp.where(put, in_tmpl, state.stage_valid),
+            stage_bits=jnp.where(take, all_bits, state.stage_bits),
+            fin_bits=jnp.where(take, 0, state.fin_bits),
             next_arr=next_arr,
             next_admit=state.next_admit + admit,
             slot_job=jnp.where(take, job, state.slot_job),
@@ -475,10 +492,10 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         return DAGObs(
             remaining=remaining,
             not_started=not_started,
-            duration=duration,
+            duration=duration * valid,
             on_stage=on_stage,
-            delayed=state.delayed,
-            held=state.hold_until > state.t,
+            delayed=state.delayed & valid,
+            held=(state.hold_until > state.t) & valid,
             parents=parents * valid,
             height=b.height[tm] * valid,
             bottom=b.bottom[tm] * valid,

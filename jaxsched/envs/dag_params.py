@@ -142,10 +142,11 @@ class DAGState:
     delayed: jnp.ndarray  # bool[J, S] the stage had its one idle slot
     hold_until: jnp.ndarray  # i32[J, S] end of the idle timer (0: never delayed)
     selected: jnp.ndarray  # bool[J, S] chosen in this scheduling round (cleared by a trigger event)
-    n_tasks: jnp.ndarray  # i32[J, S] the slot's template, cached at admission (0 when empty)
+    n_tasks: jnp.ndarray  # i32[J, S] the slot's template, cached at admission (0 before the first admission; stale once its job left: masked by stage_bits)
     duration: jnp.ndarray  # i32[J, S] task duration, ms
     parents: jnp.ndarray  # i32[J, S] parent bitmask
-    stage_valid: jnp.ndarray  # bool[J, S] the stage exists (slot occupied, s < n_stages)
+    stage_bits: jnp.ndarray  # i32[J] bit s set: stage s exists (0 in empty slots; S <= 31)
+    fin_bits: jnp.ndarray  # i32[J] bit s set: stage s finished (kept per event: no reduction over S per use)
     forwarding: jnp.ndarray  # bool the last step stopped at `max_events` before a decision was due
     ex_state: jnp.ndarray  # i32[k] 0 idle, 1 running, 2 moving
     ex_until: jnp.ndarray  # i32[k] end of the task or the move, INF_MS when idle

@@ -34,6 +34,17 @@ def _first(mask: jax.Array, key: jax.Array) -> jax.Array:
     return jnp.argmin(jnp.where(mask, key, BIG))
 
 
+def _nth_set(mask: jax.Array, nth: jax.Array) -> jax.Array:
+    """The flat index of the `nth` (0-based) True of `mask` (`bool[J, S]`, row-major), 0 if there is none:
+    `argmax(cumsum(mask.ravel()) > nth)` in two levels — a cumsum over J·S lowers to an O((J·S)²) reduce
+    window on the CPU, which was 5 % of a batched env step."""
+    per_row = mask.sum(axis=1, dtype=jnp.int32)
+    upto = jnp.cumsum(per_row)
+    j = jnp.argmax(upto > nth)
+    in_row = nth - (upto[j] - per_row[j])
+    return j * mask.shape[1] + jnp.argmax(jnp.cumsum(mask[j], dtype=jnp.int32) > in_row)
+
+
 def _job_stage(env: DAGEnv, obs: DAGObs, job_key: jax.Array) -> tuple[jax.Array, jax.Array]:
     """The job (slot) with the smallest `job_key` among jobs with a runnable stage, and its lowest runnable
     stage as a flat index."""
@@ -106,7 +117,7 @@ def make_heuristic(env: DAGEnv, name: str):
             k1, k2, k3 = jax.random.split(key, 3)
             # One draw per head (not a Gumbel per stage): uniform over the runnable stages all the same.
             nth = jax.random.randint(k1, (), 0, jnp.maximum(obs.stage_mask.sum(), 1))
-            a = jnp.argmax(jnp.cumsum(obs.stage_mask) > nth)
+            a = _nth_set(obs.stage_mask.reshape(-1, s), nth)
             j = a // s
             lo = obs.limit_min[j]
             limit = jax.random.randint(k2, (), lo, k + 1)
