@@ -92,8 +92,9 @@ class DAGEnv(Environment[DAGState, DAGParams]):
     # ---- template gathers ------------------------------------------------------------------------
     def _stage_arrays(self, state: DAGState, params: DAGParams):
         """Per slot: n_tasks, duration (i32[J, S]), parents (i32[J, S]), valid stages (bool[J, S]), cached in
-        the state at admission (stale in a slot whose job left: every reader masks by the valid stages). The valid mask is unpacked from `stage_bits`
-        (elementwise, fused into its consumers: one `[J, S]` array fewer to carry and select)."""
+        the state at admission (stale in a slot whose job left: every reader masks by the valid stages).
+        The valid mask is unpacked from `stage_bits` (elementwise, fused into its consumers: one `[J, S]`
+        array fewer to carry and select)."""
         return state.n_tasks, state.duration, state.parents, self._bits(state.stage_bits)
 
     def _bits(self, bits: jax.Array) -> jax.Array:
@@ -222,7 +223,9 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         return state.replace(
             selected=state.selected.at[j, s].set(state.selected[j, s] | valid),
             delayed=state.delayed.at[j, s].set(state.delayed[j, s] | delay),
-            hold_until=state.hold_until.at[j, s].set(jnp.where(delay, state.t + idle, state.hold_until[j, s])),
+            hold_until=state.hold_until.at[j, s].set(
+                jnp.where(delay, state.t + idle, state.hold_until[j, s])
+            ),
             n_selections=state.n_selections + valid,
             n_delayed=state.n_delayed + delay,
             idle_total=state.idle_total + idle.astype(jnp.float32) / 1000.0,

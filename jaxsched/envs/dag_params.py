@@ -111,7 +111,11 @@ def make_params(
         raise ValueError(f"dag.max_time must be in (0, 2**31) ms, got {max_time}")
     if waves is not None:
         waves = make_task_waves(
-            waves, bank.n_stages, bank.duration, n_executors=config.n_executors, max_stages=config.max_stages,
+            waves,
+            bank.n_stages,
+            bank.duration,
+            n_executors=config.n_executors,
+            max_stages=config.max_stages,
             data_points=wave_points,
         )
     return DAGParams(
@@ -142,7 +146,9 @@ class DAGState:
     delayed: jnp.ndarray  # bool[J, S] the stage had its one idle slot
     hold_until: jnp.ndarray  # i32[J, S] end of the idle timer (0: never delayed)
     selected: jnp.ndarray  # bool[J, S] chosen in this scheduling round (cleared by a trigger event)
-    n_tasks: jnp.ndarray  # i32[J, S] the slot's template, cached at admission (0 before the first admission; stale once its job left: masked by stage_bits)
+    # The slot's template, cached at admission; like the per-stage counters above, stale once the slot's
+    # job left (every reader masks by `stage_bits`) until the next admission overwrites it.
+    n_tasks: jnp.ndarray  # i32[J, S]
     duration: jnp.ndarray  # i32[J, S] task duration, ms
     parents: jnp.ndarray  # i32[J, S] parent bitmask
     stage_bits: jnp.ndarray  # i32[J] bit s set: stage s exists (0 in empty slots; S <= 31)
