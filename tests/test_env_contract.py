@@ -41,9 +41,8 @@ class Case:
 
 CASES = {
     "hpc": Case(
-        lambda seed: jaxsched.make(
-            "dbf-quick", n_cores=16, episode_jobs=6, episodes=3, queue_capacity=32, seed=seed
-        ),  # fmt: skip
+        lambda seed: jaxsched.make("dbf-quick", n_cores=16, episode_jobs=6, episodes=3, queue_capacity=32,
+                                   seed=seed),  # fmt: skip
         lambda obs: obs.vec,
         lambda: HPCConfig(n_cores=0),
         "n_cores",

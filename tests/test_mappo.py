@@ -36,6 +36,7 @@ def setup(variant: str):
     return MAPPO(cfg, env, params, agent)
 
 
+
 def assert_metrics_finite(metrics: dict) -> None:
     """Every training metric finite, except the episode metrics of an update in which no episode
     finished: those are NaN exactly there (`core.wrappers.episode_mean`)."""
@@ -44,7 +45,6 @@ def assert_metrics_finite(metrics: dict) -> None:
     for k, v in metrics.items():
         v = np.asarray(v, np.float64)
         assert np.all(np.isfinite(np.where(none & np.isnan(v), 0.0, v))), k
-
 
 def test_history_pushes_decisions_and_clears_at_episode_end():
     m = setup("das")

@@ -206,12 +206,8 @@ _SPECS = [
         gpu_cloud_setup,
         {"size": "small", "n_jobs": 2000, "episode_jobs": 200},
     ),  # fmt: skip
-    EnvSpec(
-        "sced2",
-        SCED2,
-        "GPU locality: 15 × 8 GPUs, 10-job window, 1,000-job Philly-like episodes",
-        gpu_locality_setup,
-    ),  # fmt: skip
+    EnvSpec("sced2", SCED2, "GPU locality: 15 × 8 GPUs, 10-job window, 1,000-job Philly-like episodes",
+            gpu_locality_setup),  # fmt: skip
     EnvSpec(
         "sced2-quick",
         SCED2,
@@ -219,12 +215,8 @@ _SPECS = [
         gpu_locality_setup,
         {"n_servers": 4, "arrival_scale": 3.75, "episode_jobs": 100, "episodes": 8},
     ),  # fmt: skip
-    EnvSpec(
-        "dag",
-        IDLE_DAG,
-        "DAG cluster: 50 executors, Decima's streaming TPC-H setting on TPC-H-like DAGs",
-        dag_setup,
-    ),  # fmt: skip
+    EnvSpec("dag", IDLE_DAG, "DAG cluster: 50 executors, Decima's streaming TPC-H setting on TPC-H-like DAGs",
+            dag_setup),  # fmt: skip
     EnvSpec(
         "dag-synthetic",
         IDLE_DAG,
@@ -237,30 +229,13 @@ _SPECS = [
         IDLE_DAG,
         "the CI size: 10 executors, 8 episodes of 40 synthetic jobs",
         dag_setup,
-        {
-            "workload": "synthetic",
-            "n_executors": 10,
-            "max_slots": 8,
-            "max_stages": 5,
-            "episodes": 8,
-            "episode_jobs": 40,
-            "moving_delay": 0,
-            "warmup_delay": 0,
-        },
+        {"workload": "synthetic", "n_executors": 10, "max_slots": 8, "max_stages": 5, "episodes": 8,
+         "episode_jobs": 40, "moving_delay": 0, "warmup_delay": 0},
     ),  # fmt: skip
-    EnvSpec(
-        "osdec",
-        OSDEC,
-        "deferrable jobs: a daily capacity curve, 48-step episodes, Table 1's job mix",
-        deferrable_setup,
-    ),  # fmt: skip
-    EnvSpec(
-        "osdec-realtime",
-        OSDEC,
-        "the same jobs in the real-time setting (start at submission or never)",
-        deferrable_setup,
-        {"realtime": True},
-    ),  # fmt: skip
+    EnvSpec("osdec", OSDEC, "deferrable jobs: a daily capacity curve, 48-step episodes, Table 1's job mix",
+            deferrable_setup),  # fmt: skip
+    EnvSpec("osdec-realtime", OSDEC, "the same jobs in the real-time setting (start at submission or never)",
+            deferrable_setup, {"realtime": True}),  # fmt: skip
     EnvSpec(
         "osdec-quick",
         OSDEC,
