@@ -15,7 +15,7 @@ import pytest
 from reference.dag import RefDAGEnv, random_valid_action
 
 from jaxsched.core.episode import run_episode, stateless
-from jaxsched.envs.dag import DAGEnv
+from jaxsched.envs.dag import DAGEnv, _rank_within
 from jaxsched.envs.dag_params import DAGConfig
 from jaxsched.envs.dag_waves import interval_map
 from jaxsched.workloads.dag_bank import DAGTemplates, make_bank, template_features
@@ -93,6 +93,26 @@ def env_and_step(task_waves: bool = False):
         return env.reset_env(jax.random.PRNGKey(0), params)
 
     return env, reset, step
+
+
+@pytest.mark.parametrize("k", [3, 50, 70])
+def test_rank_within_counts_the_group_members_before_each_executor(k):
+    """The bitset rank equals the plain pairwise count, across word boundaries (k = 50, 70) and with
+    the `second` executors ranked after the others."""
+    rng = np.random.default_rng(k)
+    J_, S_ = 4, 3
+    for _ in range(20):
+        flags = rng.random(k) < 0.6
+        slot, stage = rng.integers(0, J_, k), rng.integers(0, S_, k)
+        second = rng.random(k) < 0.3
+        want = np.zeros(k, int)
+        for i in range(k):
+            for j in range(k):
+                same = flags[j] and slot[j] == slot[i] and stage[j] == stage[i]
+                before = (second[j], j) < (second[i], i)
+                want[i] += same and before
+        got = np.asarray(_rank_within(*(jnp.asarray(x) for x in (flags, slot, stage, second)), (J_, S_)))
+        np.testing.assert_array_equal(got[flags], want[flags])
 
 
 def ref_env(tm: DAGTemplates, template, arrival, **kw) -> RefDAGEnv:

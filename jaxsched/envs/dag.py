@@ -60,16 +60,32 @@ def _floor_mul_div(r, length, g):
     return r * q + (r * m) // g
 
 
-def _rank_within(flags: jax.Array, group: jax.Array, second: jax.Array) -> jax.Array:
-    """`i32[k]`: for each flagged executor, how many flagged executors of the same group (`i32[k]`) come
-    before it, in the order (`second`, index): those with `second` False first (an O(k²) count; k is
-    small)."""
+def _rank_within(
+    flags: jax.Array, slot: jax.Array, stage: jax.Array, second: jax.Array, shape: tuple[int, int]
+) -> jax.Array:
+    """`i32[k]`: for each flagged executor, how many flagged executors of the same (`slot`, `stage`) (i32[k]
+    each, inside `shape` = (J, S)) come before it, in the order (`second`, index): those with `second` False
+    first. Each group's members are bitsets over executors (32 per word; distinct bits, so a scatter-add
+    is an OR), and a rank is a population count of the members below it: O(J·S + k) per env, where the
+    pairwise count it replaces was O(k²) and a tenth of a batched step at k = 50."""
     k = flags.shape[0]
-    idx = jnp.arange(k)
-    key = second.astype(jnp.int32) * k + idx  # distinct, so "before" is a strict order
-    before = key[None, :] < key[:, None]
-    same = group[:, None] == group[None, :]
-    return jnp.sum(before & same & flags[None, :], axis=1, dtype=jnp.int32)
+    n_words = -(-k // 32)
+    idx = jnp.arange(k, dtype=jnp.int32)
+    word = idx // 32
+    bit = jnp.left_shift(jnp.uint32(1), (idx % 32).astype(jnp.uint32))
+    plane = second.astype(jnp.int32) * n_words + word  # the `second` members in the upper words
+    members = jnp.zeros((*shape, 2 * n_words), jnp.uint32)
+    members = members.at[jnp.where(flags, slot, shape[0]), stage, plane].add(bit, mode="drop")
+    mine = members[slot, stage]  # [k, 2W]
+    w = jnp.arange(n_words, dtype=jnp.int32)[None, :]
+    in_word = jnp.where(w == word[:, None], bit[:, None] - 1, 0)  # the bits below it in its own word
+    below = jnp.where(w < word[:, None], jnp.uint32(0xFFFFFFFF), in_word)
+
+    def count(x):
+        return jax.lax.population_count(x).astype(jnp.int32).sum(axis=1)
+
+    first, late = mine[:, :n_words], mine[:, n_words:]
+    return jnp.where(second, count(first) + count(late & below), count(first & below))
 
 
 class DAGEnv(Environment[DAGState, DAGParams]):
@@ -381,7 +397,6 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         t = state.t
         n_tasks, duration, _, valid = self._stage_arrays(state, params)
         k_slot, k_stage = state.ex_slot, jnp.maximum(state.ex_stage, 0)
-        group = k_slot * cfg.max_stages + k_stage  # executor's (slot, stage) as one index
         oob = cfg.max_slots  # out-of-range slot: scatters drop it
 
         # 1. task completions (those before t only on stages with no task left: see `_next_event`) and
@@ -393,7 +408,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         done = state.done.at[jnp.where(comp, k_slot, oob), k_stage].add(1, mode="drop")
         moving = state.moving.at[jnp.where(alive, k_slot, oob), k_stage].add(-1, mode="drop")
         left = (n_tasks - state.dispatched)[k_slot, k_stage]
-        rank = _rank_within(comp | alive, group, alive)
+        rank = _rank_within(comp | alive, k_slot, k_stage, alive, (cfg.max_slots, cfg.max_stages))
         gets = (comp | alive) & (rank < left)
         cont, start = gets & comp, gets & alive
         dispatched = state.dispatched.at[jnp.where(gets, k_slot, oob), k_stage].add(1, mode="drop")
