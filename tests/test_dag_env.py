@@ -115,6 +115,19 @@ def test_rank_within_counts_the_group_members_before_each_executor(k):
         np.testing.assert_array_equal(got[flags], want[flags])
 
 
+def test_nth_set_is_the_flat_cumsum_search():
+    """The random baseline's two-level search picks the same stage as argmax(cumsum(mask) > n), also for
+    an empty mask (index 0) and n past the last True."""
+    from jaxsched.policies.dag import _nth_set
+
+    rng = np.random.default_rng(0)
+    for p in (0.0, 0.05, 0.5, 1.0):
+        mask = rng.random((J * 3, S)) < p
+        for n in range(0, int(mask.sum()) + 2):
+            want = int(np.argmax(np.cumsum(mask.ravel()) > n))
+            assert int(_nth_set(jnp.asarray(mask), jnp.int32(n))) == want, (p, n)
+
+
 def ref_env(tm: DAGTemplates, template, arrival, **kw) -> RefDAGEnv:
     return RefDAGEnv(
         n_executors=K, max_slots=J, max_stages=S, idle_levels=G, n_stages=tm.n_stages, parents=tm.parents,
@@ -210,7 +223,7 @@ def test_differential_task_waves():
 
 
 # ---- the paper's hand cases ----------------------------------------------------------------------------
-def fig1_params(reward_scale=1.0):
+def fig1_params(reward_scale=1.0, **knobs):
     one = np.zeros((1, 1), bool)
     tm = DAGTemplates.from_lists(
         [
@@ -219,7 +232,7 @@ def fig1_params(reward_scale=1.0):
         ]
     )
     env = DAGEnv(DAGConfig(n_executors=1, max_slots=2, max_stages=1, idle_levels=10))
-    return env, env.make_params(make_bank(tm, [[0, 1]], [[0, 2_000]]), reward_scale=reward_scale)
+    return env, env.make_params(make_bank(tm, [[0, 1]], [[0, 2_000]]), reward_scale=reward_scale, **knobs)
 
 
 @pytest.mark.parametrize(
@@ -242,6 +255,19 @@ def test_fig1(actions, jcts, scale):
     assert float(m["avg_jct"]) == pytest.approx(sum(jcts) / 2000.0)
     assert total == pytest.approx(-sum(jcts) / 1000.0 / scale)  # the return is −Σ JCT / scale
     assert float(m["idle_per_delayed"]) == (2.0 if len(actions) == 3 else 0.0)
+
+
+@pytest.mark.parametrize("max_time, arrived, reward", [(2_000, 1, -2.0), (2_001, 2, -2.002)])
+def test_truncation_at_an_event_time_processes_nothing_there(max_time, arrived, reward):
+    """Fig. 1's jobs cut at job 2's arrival: an event at exactly `max_time` is not processed (job 2 has not
+    arrived, one job unfinished), one before it is (no executor idles, so the step runs on to the cut);
+    the interval up to `max_time` accrues either way."""
+    env, params = fig1_params(max_time=max_time)
+    _, state = env.reset_env(jax.random.PRNGKey(0), params)
+    _, state, r, term, trunc, _ = env.step_env(jax.random.PRNGKey(1), state, jnp.asarray((0, 0, 0)), params)
+    assert bool(trunc) and not bool(term) and int(state.t) == max_time
+    assert int(state.next_arr) == arrived and int(env.metrics(state, params)["unfinished"]) == arrived
+    assert float(r) == pytest.approx(reward)
 
 
 def wave_chain_jct(first, rest, fresh, warmup=0) -> float:
