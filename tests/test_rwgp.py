@@ -159,6 +159,66 @@ def test_posterior_matches_float64_reference_with_masking():
     np.testing.assert_allclose(var, k_ss, rtol=1e-6)
 
 
+def _feature_problem(seed, t=40, n_feat=12, b=3, m=4):
+    """Unit-norm features (as the normalised series kernel's), targets, priors and a mask with garbage in
+    the masked rows, float64."""
+    rng = np.random.default_rng(seed)
+    unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)
+    psi, psi_star = unit(rng.uniform(size=(t, n_feat))), unit(rng.uniform(size=(b, n_feat)))
+    resid, prior_star = rng.normal(size=(t, m)), rng.normal(size=(b, m))
+    mask = rng.uniform(size=t) < 0.6
+    psi[~mask], resid[~mask] = 0.3, 1e3
+    return psi, psi_star, resid, prior_star, mask
+
+
+def test_feature_posterior_matches_float64_reference_and_its_gradients():
+    """`gp_predict_features` (an L × L Woodbury system) is the T × T posterior of the Gram K = ΨΨᵀ: the
+    values against the numpy reference, and the gradients in every input against `gp_predict` on the
+    Gram, in float64; the float32 values within float32 rounding; all masked gives the prior."""
+    psi, psi_star, resid, prior_star, mask = _feature_problem(0)
+    noise, jitter = 0.05, 1e-5
+    valid = np.where(mask[:, None], psi, 0.0)
+    gram_ref = valid @ valid.T
+    for i in range(len(psi_star)):
+        mu_ref, var_ref = _posterior_ref(
+            gram_ref, valid @ psi_star[i], psi_star[i] @ psi_star[i], resid, 0 * resid, prior_star[i], mask,
+            noise, jitter,
+        )  # fmt: skip
+        mu, var = rwgp.gp_predict_features(psi, psi_star, resid, prior_star, mask, noise, jitter)
+        np.testing.assert_allclose(mu[i], mu_ref, rtol=1e-4, atol=1e-4)  # float32
+        np.testing.assert_allclose(var[i], var_ref, rtol=1e-3, atol=1e-6)
+
+    def through_gram(psi, psi_star, resid, prior_star, noise):
+        k_star = psi_star @ psi.T
+        chol = rwgp.masked_cholesky(psi @ psi.T, mask, noise, jitter)
+        k_ss = jnp.sum(jnp.square(psi_star), axis=-1)
+        return rwgp.gp_predict(chol, k_star, k_ss, resid, prior_star, mask, 1e-9)
+
+    def through_features(psi, psi_star, resid, prior_star, noise):
+        return rwgp.gp_predict_features(psi, psi_star, resid, prior_star, mask, noise, jitter, 1e-9)
+
+    def loss(posterior, *args):
+        mu, var = posterior(*args)
+        return jnp.sum(jnp.sin(mu)) + jnp.sum(jnp.log(var))
+
+    with jax.enable_x64(True):
+        args = tuple(jnp.asarray(a, jnp.float64) for a in (psi, psi_star, resid, prior_star, noise))
+        for a, b in zip(through_features(*args), through_gram(*args), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+        g_feat = jax.grad(functools.partial(loss, through_features), argnums=tuple(range(5)))(*args)
+        g_gram = jax.grad(functools.partial(loss, through_gram), argnums=tuple(range(5)))(*args)
+        for name, a, b in zip(
+            ("psi", "psi_star", "resid", "prior_star", "noise"), g_feat, g_gram, strict=True
+        ):
+            np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-9, err_msg=name)
+            assert np.abs(np.asarray(a)).sum() > 0, name  # every input matters
+        assert np.all(np.asarray(g_feat[0])[~mask] == 0) and np.all(np.asarray(g_feat[2])[~mask] == 0)
+
+    mu, var = rwgp.gp_predict_features(psi, psi_star, resid, prior_star, np.zeros(len(psi), bool), noise)
+    np.testing.assert_allclose(mu, prior_star, rtol=1e-6)
+    np.testing.assert_allclose(var, np.sum(psi_star**2, -1), rtol=1e-5)  # k** = ‖ψ*‖²: the prior's
+
+
 def test_posterior_identical_history_finite():
     t, m = 16, 3
     K = jnp.ones((t, t))  # τ identical graphs: a rank-one Gram
@@ -258,9 +318,12 @@ def test_head_gradients_finite_and_reach_every_parameter():
     assert float(jnp.abs(g["params"]["prior_mlp"]["out"]["kernel"]).sum()) > 0
 
 
-def test_head_spectral_matches_series():
-    x = _head_inputs(8)
-    series, spectral = rwgp.RWGPHead(hidden=16, tau=TAU), rwgp.RWGPHead(hidden=16, tau=TAU, kernel="spectral")
+@pytest.mark.parametrize("n, tau", [(N, TAU), (8, 6)])
+def test_head_spectral_matches_series(n, tau):
+    """The series head against the spectral one, which always solves the τN × τN Gram system: with τN = 12
+    below the series' L = 32 terms the series head does too; with τN = 48 it takes the L × L path."""
+    x = _head_inputs(8, n=n, tau=tau)
+    series, spectral = rwgp.RWGPHead(hidden=16, tau=tau), rwgp.RWGPHead(hidden=16, tau=tau, kernel="spectral")
     params = _init(series, x)
     for a, b in zip(_apply(series, params, x), _apply(spectral, params, x), strict=True):
         np.testing.assert_allclose(a, b, atol=1e-4)
