@@ -36,7 +36,6 @@ def setup(variant: str):
     return MAPPO(cfg, env, params, agent)
 
 
-
 def assert_metrics_finite(metrics: dict) -> None:
     """Every training metric finite, except the episode metrics of an update in which no episode
     finished: those are NaN exactly there (`core.wrappers.episode_mean`)."""
@@ -45,6 +44,7 @@ def assert_metrics_finite(metrics: dict) -> None:
     for k, v in metrics.items():
         v = np.asarray(v, np.float64)
         assert np.all(np.isfinite(np.where(none & np.isnan(v), 0.0, v))), k
+
 
 def test_history_pushes_decisions_and_clears_at_episode_end():
     m = setup("das")
@@ -60,6 +60,46 @@ def test_history_pushes_decisions_and_clears_at_episode_end():
     assert int(kept.valid.sum()) == 1  # a non-decision call is not a decision
     cleared = m.agent.advance(pushed, obs, action(aff), jnp.bool_(True), jnp.bool_(True))
     assert not cleared.valid.any()
+
+
+@pytest.mark.parametrize("tau", [3, 9])  # τN = 12 below the series' 32 terms (Gram path), 36 above
+def test_sequence_log_probs_and_gradients_equal_per_call_ones(tau):
+    """The whole-env path of the RWGP actor (`log_prob_entropy_sequence`: each observation encoded once,
+    histories gathered by `history_rows`) gives every call's log-probs, entropy and gradient as the per-call
+    path does — on a rollout that starts with a non-empty history, wraps the ring buffer and ends episodes."""
+    base = setup("das")
+    agent = DASAgent.for_env(DASAgentConfig.preset("das", hidden=16, heads=2, tau=tau), base.base_env)
+    m = MAPPO(base.config, base.base_env, base.env_params, agent)
+    assert m.by_env
+    runner = jax.jit(m.init)(jax.random.key(1))
+    rollout = jax.jit(m.rollout)
+    for i in range(6):  # until a rollout that starts with history and sees an episode end
+        start = runner.carry
+        runner, traj, _ = rollout(runner, jax.random.key(10 + i))
+        if bool(start.valid.any()) and bool(traj.done.any()) and bool((traj.carry.calls >= tau).all()):
+            break
+    else:
+        pytest.fail("no rollout with a history at its start and an episode end")
+    params = runner.params["actor"]
+    env_major = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731
+    obs, carry, action = jax.tree.map(env_major, (traj.obs, traj.carry, traj.action))
+    weight = env_major(traj.decision).astype(jnp.float32)[..., None]
+
+    def per_call(p):
+        one_env = jax.vmap(agent.log_prob_entropy, in_axes=(None, 0, 0, 0))
+        return jax.vmap(one_env, in_axes=(None, 0, 0, 0))(p, obs, carry, action)
+
+    def sequence(p):
+        return jax.vmap(agent.log_prob_entropy_sequence, in_axes=(None, 0, 0, 0, 0))(
+            p, obs, carry, action, start
+        )
+
+    (lp_a, ent_a), (lp_b, ent_b) = jax.jit(per_call)(params), jax.jit(sequence)(params)
+    np.testing.assert_allclose(lp_b, lp_a, rtol=1e-4, atol=2e-3)
+    np.testing.assert_allclose(ent_b, ent_a, rtol=1e-4, atol=1e-5)
+    grad = lambda f: jax.jit(jax.grad(lambda p: jnp.sum(f(p)[0] * weight)))(params)  # noqa: E731
+    for a, b in zip(jax.tree.leaves(grad(sequence)), jax.tree.leaves(grad(per_call)), strict=True):
+        np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-4 * float(jnp.abs(b).max()) + 1e-6)
 
 
 def test_gae_does_not_discount_continuation_calls():

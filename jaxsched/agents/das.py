@@ -51,7 +51,7 @@ from jaxsched.nn.das import (
     masked_normal_log_prob,
 )
 from jaxsched.nn.grouping import kmeans_groups, rifling_k
-from jaxsched.nn.rwgp import RWGPHead, RWGPHistory
+from jaxsched.nn.rwgp import RWGPHead, RWGPHistory, history_rows
 from jaxsched.policies.gpu_cloud import HEURISTICS, fifo_priority, firstfit_affinity, make_heuristic
 
 PRESETS = {
@@ -167,19 +167,28 @@ def empty_history(cfg: DASAgentConfig, n_slots: int, n_machines: int) -> RWGPHis
 
 
 class DASActor(nn.Module):
-    """`(obs: GPUCloudObs, history: RWGPHistory) -> DASPolicy` for one environment (vmap for batches)."""
+    """`(obs: GPUCloudObs, history: RWGPHistory) -> DASPolicy` for one environment (vmap for batches);
+    `sequence` is the same for consecutive calls of one env, encoding each observation once."""
 
     config: DASAgentConfig
 
-    @nn.compact
-    def __call__(self, obs: GPUCloudObs, history: RWGPHistory) -> DASPolicy:
+    def setup(self):
         cfg = self.config
-        encoder = nn.vmap(
+        self.ordering = nn.vmap(
             OrderingEncoder,
             variable_axes={"params": None},
             split_rngs={"params": False},
             in_axes=0,
-        )(cfg.hidden, cfg.heads, cfg.message, cfg.position, name="ordering")
+        )(cfg.hidden, cfg.heads, cfg.message, cfg.position)
+        if cfg.learns_ordering:
+            self.priority = GaussianPriorityHead()
+        if cfg.placement == "rwgp":
+            self.rwgp = RWGPHead(cfg.hidden, cfg.tau, cfg.prior_mean, noise_init=cfg.gp_noise)
+        elif cfg.placement in ("mlp", "grouped"):
+            self.placement = MLPPlacementHead(cfg.hidden)
+
+    def __call__(self, obs: GPUCloudObs, history: RWGPHistory) -> DASPolicy:
+        cfg = self.config
         rwgp = cfg.placement == "rwgp"
         if cfg.machine_index:
             obs = obs.replace(machines=with_machine_index(obs.machines))
@@ -192,33 +201,67 @@ class DASActor(nn.Module):
             jobs = jnp.concatenate([jobs, history.job_obs])
             masks = jnp.concatenate([masks, history.job_mask])
             machines = jnp.concatenate([machines, history.mach_obs])
-        job_emb, mach_emb = encoder(jobs, masks, machines)
+        job_emb, mach_emb = self.ordering(jobs, masks, machines)
 
-        if cfg.learns_ordering:
-            prio_mu, prio_std = GaussianPriorityHead(name="priority")(job_emb[0])
-        else:
-            prio_mu, prio_std = fifo_priority(obs), jnp.zeros((n,), jnp.float32)
-
+        prio_mu, prio_std = self._priority(obs, job_emb[0])
         groups, place_mask = jnp.arange(n, dtype=jnp.int32), mask
         if rwgp:
-            head = RWGPHead(cfg.hidden, cfg.tau, cfg.prior_mean, noise_init=cfg.gp_noise, name="rwgp")
-            aff_mu, aff_var = head(
+            aff_mu, aff_var = self.rwgp(
                 job_emb[0], obs.machines, mask, job_emb[1:], history.mach_obs, history.job_mask,
                 history.affinity, history.valid,
             )  # fmt: skip
             aff_std = jnp.sqrt(aff_var)
         elif cfg.placement == "mlp":
-            aff_mu, aff_std = MLPPlacementHead(cfg.hidden, name="placement")(job_emb[0], mach_emb[0])
+            aff_mu, aff_std = self.placement(job_emb[0], mach_emb[0])
         elif cfg.placement == "grouped":
             k = rifling_k(n)
             groups, place_mask = kmeans_groups(obs.jobs[:, GROUP_FEATURES], mask, k)
             member = (groups[None, :] == jnp.arange(k)[:, None]) & mask[None, :]  # [k, N]
             group_emb = (member @ job_emb[0]) / jnp.maximum(member.sum(axis=1), 1)[:, None]  # [k, e]
-            g_mu, g_std = MLPPlacementHead(cfg.hidden, name="placement")(group_emb, mach_emb[0])
+            g_mu, g_std = self.placement(group_emb, mach_emb[0])
             aff_mu, aff_std = g_mu[groups], g_std[groups]
         else:  # firstfit
             aff_mu, aff_std = firstfit_affinity(obs), jnp.zeros((n,), jnp.float32)
             place_mask = jnp.zeros_like(mask)
+        return self._policy(prio_mu, prio_std, aff_mu, aff_std, groups, place_mask)
+
+    def sequence(self, obs: GPUCloudObs, history: RWGPHistory, start: RWGPHistory) -> DASPolicy:
+        """The policies `[T]` of T consecutive calls of one env (`obs`, `history` `[T]`: what each call saw),
+        `start` the history before the first: equal to `__call__` on each (RWGP placement only). The table
+        of `start`'s τ observations and the T calls' is encoded once, each observation's series features
+        and prior means computed once, and each call's history gathered from it (`history_rows`), where
+        `__call__` re-encodes τ + 1 observations per call."""
+        cfg = self.config
+        if cfg.placement != "rwgp":
+            raise ValueError(f"DASActor.sequence is for the RWGP placement, not {cfg.placement!r}")
+        tau = start.tau
+        machines, start_machines = obs.machines, start.mach_obs
+        if cfg.machine_index:
+            machines, start_machines = with_machine_index(machines), with_machine_index(start_machines)
+        jobs = jnp.concatenate([start.job_obs, obs.jobs])  # [τ + T, N, u]
+        masks = jnp.concatenate([start.job_mask, obs.job_mask])
+        table_machines = jnp.concatenate([start_machines, machines])
+        job_emb, _ = self.ordering(jobs, masks, table_machines)
+        psi, prior = self.rwgp.features(job_emb, table_machines)  # [τ + T, N, L], [τ + T, N, M]
+        rows = history_rows(history, start)  # [T, τ]
+        aff_mu, aff_var = self.rwgp.posterior(
+            psi[tau:], prior[tau:], obs.job_mask, psi[rows], prior[rows], history.job_mask,
+            history.affinity, history.valid,
+        )  # fmt: skip
+        prio_mu, prio_std = self._priority(obs, job_emb[tau:])
+        groups = jnp.broadcast_to(jnp.arange(obs.job_mask.shape[-1], dtype=jnp.int32), obs.job_mask.shape)
+        return self._policy(prio_mu, prio_std, aff_mu, jnp.sqrt(aff_var), groups, obs.job_mask)
+
+    def _priority(self, obs: GPUCloudObs, job_emb):
+        """The ordering agent's Gaussians over the slots (`[..., N]`), or FIFO's priorities with σ = 0."""
+        if self.config.learns_ordering:
+            return self.priority(job_emb)
+        fifo = fifo_priority if obs.job_mask.ndim == 1 else jax.vmap(fifo_priority)
+        prio = fifo(obs)
+        return prio, jnp.zeros(prio.shape, jnp.float32)
+
+    def _policy(self, prio_mu, prio_std, aff_mu, aff_std, groups, place_mask) -> DASPolicy:
+        cfg = self.config
         if cfg.std_min > 0:
             floor = lambda std: jnp.sqrt(jnp.square(std) + cfg.std_min**2)  # noqa: E731
             prio_std = floor(prio_std) if cfg.learns_ordering else prio_std
@@ -305,12 +348,28 @@ class DASAgent:
         action = GPUCloudAction(priority=prio, affinity=aff)
         return action, self._log_prob(pol, obs, action)
 
+    @property
+    def sequence_carry(self) -> bool:
+        """The RWGP's carry is a window of past observations: MAPPO then trains on whole envs through
+        `log_prob_entropy_sequence` (agents.mappo)."""
+        return self.config.placement == "rwgp"
+
+    def log_prob_entropy_sequence(
+        self, params, obs: GPUCloudObs, history: RWGPHistory, action: GPUCloudAction, start: RWGPHistory
+    ):
+        """`log_prob_entropy` of T consecutive calls of one env (`[T]` inputs; `start` the history before
+        the first) → `(f32[T, 2], f32[T])`, each observation encoded once (`DASActor.sequence`)."""
+        pol = self.actor.apply(params, obs, history, start, method=DASActor.sequence)
+        return jax.vmap(self._log_prob_entropy)(pol, obs, action)
+
     def log_prob_entropy(self, params, obs: GPUCloudObs, history: RWGPHistory, action: GPUCloudAction):
         """Per-agent log-probs `f32[2]` of `action`, and the entropy *per action dimension* (mean over the
         learned Gaussians: 1 per valid slot for the ordering, M per placement group). Per dimension, so
         that the entropy weight does not scale with the number of visible jobs and machines."""
+        return self._log_prob_entropy(self.distribution(params, obs, history), obs, action)
+
+    def _log_prob_entropy(self, pol: DASPolicy, obs: GPUCloudObs, action: GPUCloudAction):
         cfg = self.config
-        pol = self.distribution(params, obs, history)
         ent, dims = jnp.float32(0.0), jnp.float32(0.0)
         if cfg.learns_ordering:
             ent += masked_normal_entropy(pol.prio_mu, pol.prio_std, obs.job_mask)
@@ -325,7 +384,8 @@ class DASAgent:
         """Push a decision into one env's history; clear it when the episode ended."""
         pushed = history.push(obs.jobs, obs.job_mask, obs.machines, action.affinity)
         history = jax.tree.map(lambda a, b: jnp.where(decision, a, b), pushed, history)
-        return jax.tree.map(lambda a, b: jnp.where(done, a, b), history.clear(), history)
+        history = jax.tree.map(lambda a, b: jnp.where(done, a, b), history.clear(), history)
+        return history.count_call()
 
     @staticmethod
     def critic_input(obs: GPUCloudObs) -> jnp.ndarray:

@@ -14,6 +14,17 @@ below documents it; `agents.das.DASAgent` is the DAS implementation):
     critic_input(obs) -> f32[G]                            # what the centralized critic sees
     decision(obs) -> bool                                  # False: the env ignores this call's action
 
+Optionally, an actor whose carry is a window of past observations (the RWGP history) sets
+`sequence_carry = True` and provides
+
+    log_prob_entropy_sequence(params, obs, carry, action, start) -> (log_prob f32[T, A], entropy f32[T])
+
+for T consecutive calls of one env (`obs`, `carry`, `action` `[T, ...]`, `start` the carry before the
+first), equal to `log_prob_entropy` on each call but free to compute what the calls share once (DAS encodes
+each observation once instead of τ + 1 times). Its minibatches are then whole envs — `num_minibatches`
+groups of `num_envs / num_minibatches` envs, all `num_steps` calls each, reshuffled every epoch — as in
+PPO with recurrent policies, instead of shuffled calls: every call still enters each epoch once.
+
 A centralized critic `V(critic_input)` has its own parameters (`critic=`, default `nn.mlp.ValueMLP` of
 `config.critic_hidden`). Each update: a rollout of `num_steps` calls × `num_envs` envs (`lax.scan` of the
 vmapped env) with the *target* actor (θ_old), GAE, then `update_epochs` passes over shuffled minibatches
@@ -178,6 +189,12 @@ class MAPPO:
         self.env_params = env_params
         self.agent = agent
         self.critic = ValueMLP(config.critic_hidden) if critic is None else critic
+        self.by_env = bool(getattr(agent, "sequence_carry", False))
+        if self.by_env and config.num_envs % config.num_minibatches:
+            raise ValueError(
+                f"mappo.num_minibatches ({config.num_minibatches}) must divide mappo.num_envs "
+                f"({config.num_envs}): this actor's minibatches are whole envs (its carry is a history)"
+            )
 
     # ---- pieces ----------------------------------------------------------------------------------
     def optimizer(self, lr: float | None = None) -> optax.GradientTransformation:
@@ -275,10 +292,27 @@ class MAPPO:
         return runner.replace(env_state=env_state, obs=obs, carry=carry), traj, log
 
     def loss(self, params, value_stats, batch: MAPPOTransition, adv, targets):
-        cfg = self.config
+        """The loss of a minibatch of calls `[B]`."""
         lp, ent = jax.vmap(self.agent.log_prob_entropy, in_axes=(None, 0, 0, 0))(
             params["actor"], batch.obs, batch.carry, batch.action
         )
+        return self._loss_terms(params, value_stats, batch, adv, targets, lp, ent)
+
+    def loss_by_env(self, params, value_stats, batch: MAPPOTransition, adv, targets, start):
+        """The loss of a minibatch of whole envs (`[E, T]`, `start` the carries before the rollout `[E]`):
+        the actor's `log_prob_entropy_sequence` per env, then the same terms as `loss`."""
+        lp, ent = jax.vmap(self.agent.log_prob_entropy_sequence, in_axes=(None, 0, 0, 0, 0))(
+            params["actor"], batch.obs, batch.carry, batch.action, start
+        )
+        n = adv.size
+        flat = lambda x: x.reshape((n,) + x.shape[2:])  # noqa: E731
+        batch, adv, targets, lp, ent = jax.tree.map(flat, (batch, adv, targets, lp, ent))
+        return self._loss_terms(params, value_stats, batch, adv, targets, lp, ent)
+
+    def _loss_terms(self, params, value_stats, batch: MAPPOTransition, adv, targets, lp, ent):
+        """The clipped surrogates, entropy and value loss of calls `[B]` whose log-probs `lp f32[B, A]` and
+        entropies `ent f32[B]` the current actor gave."""
+        cfg = self.config
         d = batch.decision.astype(jnp.float32)
         n = jnp.maximum(d.sum(), 1.0)
         # The log-ratio is bounded so that a sample far in a narrow Gaussian's tail cannot overflow exp
@@ -306,13 +340,19 @@ class MAPPO:
         cfg = self.config
         key = jax.random.wrap_key_data(runner.key)
         key, k_roll, k_perm = jax.random.split(key, 3)
+        start = runner.carry
         runner, traj, log = self.rollout(runner, k_roll)
         adv, targets = gae(traj, cfg.gamma, cfg.gae_lambda)
         value_stats = update_value_stats(runner.value_stats, targets)
-        flat = flatten_steps((traj, adv, targets), cfg.num_envs * cfg.num_steps)
-        loss = lambda p, b: self.loss(p, value_stats, *b)  # noqa: E731
+        if self.by_env:  # envs on the leading axis, each with its whole rollout and its start carry
+            env_major = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731
+            batch = (*jax.tree.map(env_major, (traj, adv, targets)), start)
+            loss = lambda p, b: self.loss_by_env(p, value_stats, *b)  # noqa: E731
+        else:
+            batch = flatten_steps((traj, adv, targets), cfg.num_envs * cfg.num_steps)
+            loss = lambda p, b: self.loss(p, value_stats, *b)  # noqa: E731
         (params, opt_state), aux = sgd_epochs(
-            loss, self.optimizer(), runner.params, runner.opt_state, flat, k_perm, cfg.update_epochs,
+            loss, self.optimizer(), runner.params, runner.opt_state, batch, k_perm, cfg.update_epochs,
             cfg.num_minibatches,
         )  # fmt: skip
         update = runner.update + 1

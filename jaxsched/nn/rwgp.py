@@ -289,6 +289,10 @@ class RWGPHistory:
     affinity: jnp.ndarray  # f32[τ, N, M] the sampled affinities (the GP targets)
     valid: jnp.ndarray  # bool[τ] slot holds a decision
     head: jnp.ndarray  # i32 next slot to write
+    # Which call wrote each slot (`calls` then), and the env's calls so far: a training batch finds every
+    # slot's observation among the rollout's own (`history_rows`), to encode each one once.
+    step: jnp.ndarray  # i32[τ]
+    calls: jnp.ndarray  # i32 (not reset by `clear`)
 
     @classmethod
     def empty(cls, tau: int, n_jobs: int, n_machines: int, job_features: int, machine_features: int):
@@ -299,6 +303,8 @@ class RWGPHistory:
             affinity=jnp.zeros((tau, n_jobs, n_machines), jnp.float32),
             valid=jnp.zeros((tau,), bool),
             head=jnp.zeros((), jnp.int32),
+            step=jnp.zeros((tau,), jnp.int32),
+            calls=jnp.zeros((), jnp.int32),
         )
 
     @property
@@ -315,7 +321,12 @@ class RWGPHistory:
             affinity=self.affinity.at[h].set(affinity),
             valid=self.valid.at[h].set(True),
             head=(h + 1) % self.tau,
+            step=self.step.at[h].set(self.calls),
         )
+
+    def count_call(self) -> RWGPHistory:
+        """After every call of the env (a decision or not): the call counter `calls` + 1."""
+        return self.replace(calls=self.calls + 1)
 
     def clear(self) -> RWGPHistory:
         """Forget every decision (episode reset); shapes unchanged."""
@@ -331,7 +342,20 @@ class RWGPHistory:
             affinity=roll(self.affinity),
             valid=roll(self.valid),
             head=jnp.zeros_like(self.head),
+            step=roll(self.step),
         )
+
+
+def history_rows(history: RWGPHistory, start: RWGPHistory) -> jax.Array:
+    """`i32[T, τ]`: where each history slot of T consecutive calls' histories (`history` `[T]`, the carry
+    each call saw) lies in the table `[start's τ slots; the T calls' observations]`, `start` being the
+    carry before the first of them. A slot written at call c ≥ start.calls is row τ + c − start.calls;
+    an older one is in `start` (the ring buffer only drops its oldest). Invalid slots get row 0."""
+    tau = start.tau
+    c = history.step  # [T, τ]
+    in_start = (c[..., None] == start.step) & start.valid  # [T, τ, τ]
+    row = jnp.where(c >= start.calls, tau + c - start.calls, jnp.argmax(in_start, axis=-1))
+    return jnp.where(history.valid, row, 0)
 
 
 # --------------------------------------------------------------------------------------------------- head
@@ -342,18 +366,19 @@ def _inv_softplus(y: float) -> float:
 
 
 class PairMLP(nn.Module):
-    """`(job_emb f32[N, e], mach_emb f32[M, e′]) -> f32[N, M]`: a one-hidden-layer relu MLP on every pair
-    `[Ŝʲ_i, Sᶜ_k]` (the learned prior mean). The first layer is split, `W[a; b] = W_a a + W_b b`, so it
-    costs (N + M)·e·h instead of N·M·(e + e′)·h — the concatenated form dominated the head's run time."""
+    """`(job_emb f32[..., N, e], mach_emb f32[..., M, e′]) -> f32[..., N, M]`: a one-hidden-layer relu
+    MLP on every pair `[Ŝʲ_i, Sᶜ_k]` (the learned prior mean). The first layer is split,
+    `W[a; b] = W_a a + W_b b`, so it costs (N + M)·e·h instead of N·M·(e + e′)·h — the concatenated form
+    dominated the head's run time."""
 
     hidden: int = 64
 
     @nn.compact
     def __call__(self, job_emb, mach_emb):
         init = nn.initializers.orthogonal(np.sqrt(2))
-        h_job = nn.Dense(self.hidden, kernel_init=init, name="job")(job_emb)  # [N, h]
-        h_mach = nn.Dense(self.hidden, kernel_init=init, use_bias=False, name="machine")(mach_emb)  # [M, h]
-        h = nn.relu(h_job[:, None, :] + h_mach[None, :, :])  # [N, M, h]
+        h_job = nn.Dense(self.hidden, kernel_init=init, name="job")(job_emb)  # [..., N, h]
+        h_mach = nn.Dense(self.hidden, kernel_init=init, use_bias=False, name="machine")(mach_emb)
+        h = nn.relu(h_job[..., :, None, :] + h_mach[..., None, :, :])  # [..., N, M, h]
         # Small last layer (gain 0.01, as the policy heads in mlp.py): the prior starts near 0.
         return nn.Dense(1, kernel_init=nn.initializers.orthogonal(0.01), name="out")(h)[..., 0]
 
@@ -364,9 +389,14 @@ class RWGPHead(nn.Module):
     -> (mu f32[N, M], var f32[N])`: the GP posterior of each current job's affinity row.
 
     Training inputs are the τ·N history (graph, affinity row) pairs, valid where `hist_valid & hist_job_mask`.
-    The Gram of all (τ+1)·N graphs is built once and K + σ²I factored once, shared by all current jobs.
+    One factorisation per decision, shared by all current jobs: with the series kernel, of the L × L
+    system of its feature map when L < τ·N (`gp_predict_features`), else of K + σ²I.
     `beta_max` defaults to `BETA_M2_MAX / M²`, `series_terms` to the L of that bound (`series_terms_for`).
     Parameters: `machine_ffn` (W₂, b₂), `rho_raw`, `beta_raw`, `noise_raw`, `prior_mlp` (if learned).
+
+    The call is `features` (per observation: its jobs' series features and prior means) then `posterior`
+    (per decision): a training batch calls them apart, so that an observation shared by several decisions'
+    histories is encoded once (`agents.das.DASActor.sequence`).
     """
 
     hidden: int = 64  # machine embedding size and prior-MLP width
@@ -380,6 +410,19 @@ class RWGPHead(nn.Module):
     var_floor: float = 1e-4
     jitter: float = 1e-5
 
+    def setup(self):
+        if self.prior_mean not in PRIOR_MEANS:
+            raise ValueError(
+                f"unknown prior_mean '{self.prior_mean}'; choose one of {', '.join(PRIOR_MEANS)}"
+            )
+        const = lambda v: nn.initializers.constant(v)
+        self.rho_raw = self.param("rho_raw", const(_inv_softplus(self.rho_init)), ())
+        self.noise_raw = self.param("noise_raw", const(_inv_softplus(self.noise_init)), ())
+        self.beta_raw = self.param("beta_raw", const(0.0), ())  # β·M² starts at half the bound
+        self.machine_ffn = nn.Dense(self.hidden, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))
+        if self.prior_mean == "learned":
+            self.prior_mlp = PairMLP(self.hidden)
+
     def _beta_bound(self, m: int) -> tuple[float, int]:
         beta_max = BETA_M2_MAX / m**2 if self.beta_max is None else float(self.beta_max)
         if not 0 < beta_max * m**2 <= BETA_M2_SAFE:
@@ -387,7 +430,55 @@ class RWGPHead(nn.Module):
         n_terms = self.series_terms or series_terms_for(beta_max * m**2)
         return beta_max, n_terms
 
-    @nn.compact
+    def _beta(self, m: int):
+        beta_max, n_terms = self._beta_bound(m)
+        return beta_max * nn.sigmoid(self.beta_raw), n_terms
+
+    def _graphs_and_prior(self, job_emb, mach_obs):
+        """`(job_emb f32[U, N, e], mach_obs f32[U, M, v]) -> (P f32[U, N, M, M], prior f32[U, N, M])`."""
+        rho = nn.softplus(self.rho_raw)
+        s_c = nn.relu(self.machine_ffn(mach_obs))  # [U, M, h]
+        graphs = jax.vmap(job_machine_graphs, (0, 0, None))(job_emb, s_c, rho)
+        if self.prior_mean == "learned":
+            prior = self.prior_mlp(job_emb, s_c)
+        else:
+            prior = jnp.zeros(graphs.shape[:-1], job_emb.dtype)
+        return graphs, prior
+
+    def features(self, job_emb, mach_obs):
+        """Per observation (series kernel): `(job_emb f32[U, N, e], mach_obs f32[U, M, v]) ->
+        (psi f32[U, N, L], prior f32[U, N, M])`, each job's normalised series features and prior mean."""
+        if self.kernel != "series":
+            raise ValueError("RWGPHead.features needs the series kernel (a finite feature map)")
+        graphs, prior = self._graphs_and_prior(job_emb, mach_obs)
+        beta, n_terms = self._beta(mach_obs.shape[-2])
+        return rw_series_features(graphs, beta, n_terms), prior
+
+    def posterior(
+        self, psi, prior, job_mask, hist_psi, hist_prior, hist_job_mask, hist_affinity, hist_valid
+    ):
+        """Per decision, from `features`: `psi f32[N, L]`, `prior f32[N, M]`, `job_mask bool[N]`, the
+        history's `hist_psi f32[τ, N, L]`, `hist_prior f32[τ, N, M]`, `hist_job_mask`, `hist_affinity`,
+        `hist_valid` → `(mu f32[N, M], var f32[N])`; with a leading `[T]` on every input, T decisions."""
+        noise = nn.softplus(self.noise_raw) + NOISE_FLOOR
+        jitter, var_floor = self.jitter, self.var_floor
+
+        def one(psi, prior, job_mask, hist_psi, hist_prior, hist_job_mask, hist_affinity, hist_valid):
+            m, n_feat = prior.shape[-1], psi.shape[-1]
+            train_mask = (hist_valid[:, None] & hist_job_mask).reshape(-1)  # [τN]
+            resid = (hist_affinity - hist_prior).reshape(-1, m)
+            train = hist_psi.reshape(-1, n_feat)
+            if n_feat < train.shape[0]:  # the L × L system
+                mu, var = gp_predict_features(train, psi, resid, prior, train_mask, noise, jitter, var_floor)
+            else:  # the τN × τN one (the Gram of the same features)
+                chol = masked_cholesky(train @ train.T, train_mask, noise, jitter)
+                k_ss = jnp.sum(jnp.square(psi), axis=-1)  # the Gram's diagonal: 1 up to rounding
+                mu, var = gp_predict(chol, psi @ train.T, k_ss, resid, prior, train_mask, var_floor)
+            return jnp.where(job_mask[:, None], mu, 0.0), jnp.where(job_mask, var, 1.0)
+
+        args = (psi, prior, job_mask, hist_psi, hist_prior, hist_job_mask, hist_affinity, hist_valid)
+        return one(*args) if psi.ndim == 2 else jax.vmap(one)(*args)
+
     def __call__(
         self,
         job_emb,
@@ -399,52 +490,30 @@ class RWGPHead(nn.Module):
         hist_affinity,
         hist_valid,
     ):
-        if self.prior_mean not in PRIOR_MEANS:
-            raise ValueError(
-                f"unknown prior_mean '{self.prior_mean}'; choose one of {', '.join(PRIOR_MEANS)}"
-            )
-        n, m = job_emb.shape[0], mach_obs.shape[0]
+        n = job_emb.shape[0]
         if hist_job_emb.shape[0] != self.tau:
             raise ValueError(f"history length {hist_job_emb.shape[0]} != tau {self.tau}")
-        beta_max, n_terms = self._beta_bound(m)
-
-        const = lambda v: nn.initializers.constant(v)
-        rho = nn.softplus(self.param("rho_raw", const(_inv_softplus(self.rho_init)), ()))
-        noise = nn.softplus(self.param("noise_raw", const(_inv_softplus(self.noise_init)), ())) + NOISE_FLOOR
-        beta = beta_max * nn.sigmoid(self.param("beta_raw", const(0.0), ()))  # β·M² starts at half the bound
-
-        encoder = nn.Dense(
-            self.hidden, kernel_init=nn.initializers.orthogonal(np.sqrt(2)), name="machine_ffn"
-        )
-        s_c = nn.relu(encoder(mach_obs))  # [M, h]
-        hist_s_c = nn.relu(encoder(hist_mach_obs))  # [τ, M, h]
-
-        graphs = job_machine_graphs(job_emb, s_c, rho)  # [N, M, M]
-        hist_graphs = jax.vmap(job_machine_graphs, (0, 0, None))(hist_job_emb, hist_s_c, rho)  # [τ, N, M, M]
-        all_graphs = jnp.concatenate([graphs, hist_graphs.reshape(-1, m, m)])  # [(τ+1)N, M, M]
-
-        if self.prior_mean == "learned":
-            prior = PairMLP(self.hidden, name="prior_mlp")
-            prior_star = prior(job_emb, s_c)  # [N, M]
-            prior_train = jax.vmap(prior)(hist_job_emb, hist_s_c)  # [τ, N, M]
-        else:
-            prior_star = jnp.zeros((n, m), job_emb.dtype)
-            prior_train = jnp.zeros(hist_affinity.shape, job_emb.dtype)
-
+        all_emb = jnp.concatenate([job_emb[None], hist_job_emb])  # [τ+1, N, e]: the current one first
+        all_mach = jnp.concatenate([mach_obs[None], hist_mach_obs])
+        hist = (hist_job_mask, hist_affinity, hist_valid)
+        if self.kernel == "series":
+            psi, prior = self.features(all_emb, all_mach)
+            return self.posterior(psi[0], prior[0], job_mask, psi[1:], prior[1:], *hist)
+        if self.kernel != "spectral":
+            raise ValueError(f"unknown kernel '{self.kernel}'; choose one of {', '.join(KERNELS)}")
+        # The spectral form has no feature map: the Gram of all (τ+1)·N graphs.
+        m = mach_obs.shape[0]
+        graphs, prior = self._graphs_and_prior(all_emb, all_mach)
+        beta, n_terms = self._beta(m)
+        all_graphs = graphs.reshape(-1, m, m)  # [(τ+1)N, M, M]
+        gram = rw_gram(all_graphs, all_graphs, beta, self.kernel, n_terms)
+        k_star, K = gram[:n, n:], gram[n:, n:]  # [N, τN], [τN, τN]
+        k_ss = jnp.diagonal(gram)[:n]  # 1 up to rounding
+        noise = nn.softplus(self.noise_raw) + NOISE_FLOOR
         train_mask = (hist_valid[:, None] & hist_job_mask).reshape(-1)  # [τN]
-        resid = (hist_affinity - prior_train).reshape(-1, m)
-        if self.kernel == "series" and n_terms < train_mask.shape[0]:
-            # A finite feature map: the posterior through an L × L system (`gp_predict_features`).
-            psi = rw_series_features(all_graphs, beta, n_terms)  # [(τ+1)N, L]
-            mu, var = gp_predict_features(
-                psi[n:], psi[:n], resid, prior_star, train_mask, noise, self.jitter, self.var_floor
-            )
-        else:
-            gram = rw_gram(all_graphs, all_graphs, beta, self.kernel, n_terms)
-            k_star, K = gram[:n, n:], gram[n:, n:]  # [N, τN], [τN, τN]
-            k_ss = jnp.diagonal(gram)[:n]  # 1 up to rounding
-            chol = masked_cholesky(K, train_mask, noise, self.jitter)
-            mu, var = gp_predict(chol, k_star, k_ss, resid, prior_star, train_mask, self.var_floor)
+        resid = (hist_affinity - prior[1:]).reshape(-1, m)
+        chol = masked_cholesky(K, train_mask, noise, self.jitter)
+        mu, var = gp_predict(chol, k_star, k_ss, resid, prior[0], train_mask, self.var_floor)
         return jnp.where(job_mask[:, None], mu, 0.0), jnp.where(job_mask, var, 1.0)
 
 
