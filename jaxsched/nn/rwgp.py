@@ -250,13 +250,14 @@ def gp_predict_features(
     The variance has no cancellation (the T × T form subtracts two numbers near 1)."""
     psi_train = jnp.where(mask[:, None], psi_train, 0.0)
     resid = jnp.where(mask[:, None], resid, 0.0)
-    n_feat = psi_train.shape[-1]
+    n_feat, m = psi_train.shape[-1], resid.shape[-1]
     s = noise + jitter
     chol = jnp.linalg.cholesky(psi_train.T @ psi_train + s * jnp.eye(n_feat, dtype=psi_train.dtype))
-    alpha = cho_solve((chol, True), psi_train.T @ resid)  # C⁻¹ Ψᵀ r, [L, M]
-    mu = prior_star + psi_star @ alpha
-    w = solve_triangular(chol, psi_star.T, lower=True)  # [L, B]
-    var = jnp.maximum(s * jnp.sum(jnp.square(w), axis=0), var_floor)
+    # C⁻¹ = R⁻ᵀR⁻¹ (R = chol): one triangular solve for both, ψ*ᵀC⁻¹Ψᵀr = (R⁻¹ψ*)ᵀ(R⁻¹Ψᵀr).
+    w = solve_triangular(chol, jnp.concatenate([psi_train.T @ resid, psi_star.T], axis=1), lower=True)
+    w_resid, w_star = w[:, :m], w[:, m:]  # [L, M], [L, B]
+    mu = prior_star + w_star.T @ w_resid
+    var = jnp.maximum(s * jnp.sum(jnp.square(w_star), axis=0), var_floor)
     return mu, var
 
 
