@@ -7,7 +7,9 @@ Pipeline (N job slots, M machines, embedding size e, history length τ):
      Kronecker features `Ŝʲ_i ⊗ Sᶜ_k` without building them (`job_machine_graphs`);
   3. the normalised random-walk graph kernel `k_RW(G, G′) = 1ᵀ exp(β P ⊗ P′) 1 / √(k(G,G) k(G′,G′))`;
   4. a GP over the τ·N (graph, sampled affinity row) pairs of a ring buffer of past decisions
-     (`RWGPHistory`), one Cholesky per decision shared by all current jobs (`gp_posterior`);
+     (`RWGPHistory`), one factorisation per decision shared by all current jobs: with the series kernel's
+     finite feature map the L × L system of `gp_predict_features` (Woodbury) when L < τ·N, else the
+     τ·N × τ·N one (`masked_cholesky`, `gp_predict`);
   5. the action `Aᶜ_i ~ N(μ_i, v_i I_M)` (`placement_distribution`; for PPO, `jaxsched.nn.das`'s
      `masked_normal_log_prob` / `masked_normal_entropy` with the per-job std `sqrt(v_i)`).
 
