@@ -26,6 +26,10 @@ continue a forward: `decisions_per_s` counts the others, `events_per_s` the even
 episodes of the default preset) with random scores for every pending slot; one step is one time step, the
 paper's decision.
 
+`--reference` (with `--env hpc`) also times the plain-Python reference simulator of the tests
+(`tests/reference/hpc.py`: Python lists, float64, the same observation) on one env of the same bank with
+random valid actions, and prints the JAX env's steps/s as a multiple of it, both measured in this run.
+
 Records: {"env", "batch", "steps_per_s" (median of --repeats runs), "compile_s", "reset_s", "device", ...}.
 """
 
@@ -34,11 +38,58 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
 
 import jaxsched
-from jaxsched.experiments.throughput import default_gpu_cloud_setup, env_throughput, random_gpu_cloud_action
+from jaxsched.experiments.throughput import (
+    default_gpu_cloud_setup,
+    default_hpc_setup,
+    env_throughput,
+    platform_info,
+    random_gpu_cloud_action,
+)
 
 ENVS = ("hpc", "gpu_cloud", "gpu_locality", "gpu_locality_auto", "dag", "deferrable")
+
+
+def reference_hpc_throughput(steps: int, repeats: int, seed: int = 0) -> dict:
+    """Steps/s of `tests/reference/hpc.py`'s `RefHPC` on the benchmark's bank (one env, random valid
+    actions, a new random episode whenever one ends): the median of `repeats` runs of `steps` steps."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from reference.hpc import RefHPC
+
+    env, params = default_hpc_setup()
+    cfg = env.config
+    ref = RefHPC(
+        cfg.n_cores, cfg.window_head, cfg.window_tail, cfg.queue_capacity, params.bank,
+        episode_jobs=int(params.episode_jobs), max_steps=int(params.max_steps),
+        w=(float(params.w1), float(params.w2), float(params.w3)),
+        runtime_norm=float(params.runtime_norm), wait_norm=float(params.wait_norm),
+    )  # fmt: skip
+    starts, ends = np.asarray(params.starts), np.asarray(params.ends)
+    rng = np.random.default_rng(seed)
+
+    def new_episode():
+        ep = int(rng.integers(len(starts)))
+        return ref.reset(int(starts[ep]), int(ends[ep]))[1]
+
+    mask = new_episode()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            _, mask, _, terminated, truncated = ref.step(rng.choice(np.flatnonzero(mask)))
+            if terminated or truncated:
+                mask = new_episode()
+        times.append(time.perf_counter() - t0)
+    run = statistics.median(times)
+    return {"env": "hpc_reference", "batch": 1, "steps": steps, "steps_per_s": steps / run,
+            "runs_s": times, **platform_info()}  # fmt: skip
 
 
 def main() -> None:
@@ -56,6 +107,10 @@ def main() -> None:
         "--warmup", type=int, default=None, help="steps before timing (default: 0 hpc, 1024 gpu_cloud)"
     )
     p.add_argument("--dag-max-events", default="2", help="dag: event times per step (an int or None)")
+    p.add_argument(
+        "--reference", action="store_true", help="hpc: also time the plain-Python reference (tests/reference)"
+    )
+    p.add_argument("--reference-steps", type=int, default=20_000, help="reference steps per timed run")
     a = p.parse_args()
     batches = [int(b) for b in a.batches.split(",")]
     envs = a.env.split(",")
@@ -96,6 +151,16 @@ def main() -> None:
             warmup = 1024 if a.warmup is None else a.warmup
             new = env_throughput(batches, a.steps, a.repeats, None, setup, warmup_steps=warmup)
             records += [r | {"env": name, "auto_forward": auto} for r in new]
+    if a.reference:
+        if "hpc" not in envs:
+            p.error("--reference times the HPC env's reference: add hpc to --env")
+        ref = reference_hpc_throughput(a.reference_steps, a.repeats)
+        records.append(ref)
+        print(f"hpc reference (plain Python, 1 env): {ref['steps_per_s']:,.0f} steps/s")
+        for r in records:
+            if r["env"] == "hpc":
+                ratio = r["steps_per_s"] / ref["steps_per_s"]
+                print(f"batch {r['batch']}: hpc / reference steps per s = {ratio:.1f}")
     if len(envs) > 1:  # ratios measured in one run, on one machine
         for batch in batches:
             rate = {r["env"]: r["decisions_per_s"] for r in records if r["batch"] == batch}
