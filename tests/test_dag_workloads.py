@@ -322,8 +322,10 @@ def test_decima_waves_on_real_tpch_match_the_reference(real):
     )  # fmt: skip
     snap = ref.reset()
     for i in range(2000):
+        occupied = np.asarray(state.slot_job)[:, None] >= 0  # a freed slot's counters are stale (masked)
         for key in ("ex_until", "ex_state", "done", "dispatched", "jct"):
             got = np.asarray(getattr(state, key))
+            got = np.where(occupied, got, 0) if key in ("done", "dispatched") else got
             np.testing.assert_array_equal(got, snap[key], err_msg=f"step {i}: {key}")
         a = random_valid_action(snap, ref, rng)
         snap, r_ref, term, _ = ref.step(*a)
