@@ -65,6 +65,14 @@ def test_cluster_allocate_release_and_shadow():
     np.testing.assert_array_equal(owner, [42, 0, 0, 0, 0])
 
 
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 256, 300])
+def test_prefix_count_is_the_cumsum(n):
+    rng = np.random.default_rng(n)
+    for p in (0.0, 0.3, 1.0):
+        mask = rng.random(n) < p
+        np.testing.assert_array_equal(cluster.prefix_count(jnp.asarray(mask)), np.cumsum(mask))
+
+
 def test_spaces_sample_respects_mask_and_contains():
     d = Discrete(5)
     mask = jnp.array([False, True, False, False, True])

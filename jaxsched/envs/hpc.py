@@ -150,6 +150,9 @@ class HPCEnv(Environment[HPCState, HPCParams]):
     """Deep Back-Filling's cluster (see the module docstring)."""
 
     name = "hpc"
+    # `observe` reads only the state: `step` observes the selected state once instead of observing the
+    # reset state too and selecting between the two (core.env).
+    observe_from_state = True
 
     def __init__(self, config: HPCConfig = HPCConfig()):
         self.config = config
