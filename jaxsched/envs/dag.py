@@ -29,9 +29,9 @@ Choices the paper leaves open (with Decima's simulator as the reference where it
   * Decisions are offered for every idle executor after a trigger, not per Decima "source job" pool:
     see docs/dag.md for the differences.
   * Jobs beyond J wait invisibly in arrival order and count in the reward from their arrival.
-Per event time the work is O(J·S + k²) (the k² ranks executors that finish together); completions that
-only continue a stage are fast-forwarded in closed form (`_advance`), so a decision costs a few event
-times, not one per task.
+Per event time the work is O(J·S + k) (executors that finish together are ranked by bitsets,
+`_rank_within`); completions that only continue a stage are fast-forwarded in closed form (`_advance`),
+so a decision costs a few event times, not one per task.
 """
 
 from __future__ import annotations
@@ -249,8 +249,8 @@ class DAGEnv(Environment[DAGState, DAGParams]):
 
     def _dispatch(self, state: DAGState, params: DAGParams, j, s, p, go) -> DAGState:
         """Where `go`, send `min(idle, remaining, p − bound)` idle executors to stage (j, s): the job's own
-        first, then the rest, each by index; the rest move when
-        `moving_delay > 0`, the others start a task now."""
+        first, then the rest, each by index; the rest move when `moving_delay > 0`, the others start a
+        task now."""
         n_tasks, duration, _, _ = self._stage_arrays(state, params)
         jid = state.slot_job[j]
         idle = state.ex_state == 0
