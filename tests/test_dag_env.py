@@ -116,7 +116,7 @@ def test_rank_within_counts_the_group_members_before_each_executor(k):
 
 
 def test_nth_set_is_the_flat_cumsum_search():
-    """The random baseline's two-level search picks the same stage as argmax(cumsum(mask) > n), also for
+    """The random baseline's bit-counting search picks the same stage as argmax(cumsum(mask) > n), also for
     an empty mask (index 0) and n past the last True."""
     from jaxsched.policies.dag import _nth_set
 

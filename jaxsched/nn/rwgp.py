@@ -463,21 +463,19 @@ class RWGPHead(nn.Module):
         """Per decision, from `features`: `psi f32[N, L]`, `prior f32[N, M]`, `job_mask bool[N]`, the
         history's `hist_psi f32[τ, N, L]`, `hist_prior f32[τ, N, M]`, `hist_job_mask`, `hist_affinity`,
         `hist_valid` → `(mu f32[N, M], var f32[N])`; with a leading `[T]` on every input, T decisions."""
-        noise = nn.softplus(self.noise_raw) + NOISE_FLOOR
+        noise = self._noise()
         jitter, var_floor = self.jitter, self.var_floor
 
         def one(psi, prior, job_mask, hist_psi, hist_prior, hist_job_mask, hist_affinity, hist_valid):
-            m, n_feat = prior.shape[-1], psi.shape[-1]
-            train_mask = (hist_valid[:, None] & hist_job_mask).reshape(-1)  # [τN]
-            resid = (hist_affinity - hist_prior).reshape(-1, m)
-            train = hist_psi.reshape(-1, n_feat)
-            if n_feat < train.shape[0]:  # the L × L system
+            train_mask, resid = _training_targets(hist_prior, hist_job_mask, hist_affinity, hist_valid)
+            train = hist_psi.reshape(-1, psi.shape[-1])
+            if psi.shape[-1] < train.shape[0]:  # the L × L system
                 mu, var = gp_predict_features(train, psi, resid, prior, train_mask, noise, jitter, var_floor)
             else:  # the τN × τN one (the Gram of the same features)
                 chol = masked_cholesky(train @ train.T, train_mask, noise, jitter)
                 k_ss = jnp.sum(jnp.square(psi), axis=-1)  # the Gram's diagonal: 1 up to rounding
                 mu, var = gp_predict(chol, psi @ train.T, k_ss, resid, prior, train_mask, var_floor)
-            return jnp.where(job_mask[:, None], mu, 0.0), jnp.where(job_mask, var, 1.0)
+            return _padded_rows(mu, var, job_mask)
 
         args = (psi, prior, job_mask, hist_psi, hist_prior, hist_job_mask, hist_affinity, hist_valid)
         return one(*args) if psi.ndim == 2 else jax.vmap(one)(*args)
@@ -512,12 +510,26 @@ class RWGPHead(nn.Module):
         gram = rw_gram(all_graphs, all_graphs, beta, self.kernel, n_terms)
         k_star, K = gram[:n, n:], gram[n:, n:]  # [N, τN], [τN, τN]
         k_ss = jnp.diagonal(gram)[:n]  # 1 up to rounding
-        noise = nn.softplus(self.noise_raw) + NOISE_FLOOR
-        train_mask = (hist_valid[:, None] & hist_job_mask).reshape(-1)  # [τN]
-        resid = (hist_affinity - prior[1:]).reshape(-1, m)
-        chol = masked_cholesky(K, train_mask, noise, self.jitter)
+        train_mask, resid = _training_targets(prior[1:], *hist)
+        chol = masked_cholesky(K, train_mask, self._noise(), self.jitter)
         mu, var = gp_predict(chol, k_star, k_ss, resid, prior[0], train_mask, self.var_floor)
-        return jnp.where(job_mask[:, None], mu, 0.0), jnp.where(job_mask, var, 1.0)
+        return _padded_rows(mu, var, job_mask)
+
+    def _noise(self):
+        """σ² = softplus(noise_raw) + NOISE_FLOOR."""
+        return nn.softplus(self.noise_raw) + NOISE_FLOOR
+
+
+def _training_targets(hist_prior, hist_job_mask, hist_affinity, hist_valid):
+    """The τ·N training points: `(mask bool[τN], resid f32[τN, M])`, valid where the slot holds a decision
+    and the job was present; the targets are the sampled affinities minus the prior mean."""
+    mask = (hist_valid[:, None] & hist_job_mask).reshape(-1)
+    return mask, (hist_affinity - hist_prior).reshape(-1, hist_affinity.shape[-1])
+
+
+def _padded_rows(mu, var, job_mask):
+    """Padded current slots get μ = 0, v = 1."""
+    return jnp.where(job_mask[:, None], mu, 0.0), jnp.where(job_mask, var, 1.0)
 
 
 # ------------------------------------------------------------------------------------------------- action
