@@ -532,10 +532,15 @@ def test_trace_accounts_for_every_task():
         assert len(holds) == m["n_delayed"] and (name == "random") == (len(holds) > 0)
 
 
-@pytest.mark.parametrize("cap", [1, 2])
-def test_max_events_only_splits_steps(cap):
+@pytest.mark.parametrize("cap,unrolled", [(1, True), (2, True), (2, False)])
+def test_max_events_only_splits_steps(cap, unrolled, monkeypatch):
     """A capped env takes the same decisions at the same times and ends with the same JCTs and return as
-    the uncapped one; its extra steps are marked `decision = False` and ignore their action."""
+    the uncapped one; its extra steps are marked `decision = False` and ignore their action. It processes
+    the same event times in all, at most `cap` per step; in unrolled copies of an event time or, above
+    `_MAX_UNROLLED_EVENTS`, in a `while_loop`."""
+    import jaxsched.envs.dag as dag_module
+
+    monkeypatch.setattr(dag_module, "_MAX_UNROLLED_EVENTS", 4 if unrolled else 0)
     import dataclasses
 
     from jaxsched.policies.dag import make_heuristic
@@ -548,11 +553,13 @@ def test_max_events_only_splits_steps(cap):
         policy = make_heuristic(env, "dynamic")
         step = jax.jit(env.step_env)
         obs, state = env.reset_env(jax.random.PRNGKey(0), params)
-        decisions, total, extra = [], 0.0, 0
+        decisions, total, extra, events = [], 0.0, 0, 0
         for _ in range(2000):
             a = policy(None, obs, None)
             obs2, state, r, term, trunc, info = step(jax.random.PRNGKey(0), state, a, params)
             total += float(r)
+            events += int(info["events"])
+            assert env.config.max_events is None or int(info["events"]) <= cap
             if bool(info["decision"]):
                 decisions.append((int(obs.t), tuple(int(x) for x in a)))
             else:
@@ -560,7 +567,9 @@ def test_max_events_only_splits_steps(cap):
             obs = obs2
             if bool(term):
                 break
-        runs[name] = (decisions, total, np.asarray(state.jct).tolist(), extra)
+        assert events == int(state.events) > 0
+        runs[name] = (decisions, total, np.asarray(state.jct).tolist(), extra, events)
     assert runs["capped"][0] == runs["base"][0] and runs["capped"][2] == runs["base"][2]
     assert runs["capped"][1] == pytest.approx(runs["base"][1], rel=1e-5)
     assert runs["base"][3] == 0 and runs["capped"][3] > 0
+    assert runs["capped"][4] == runs["base"][4]

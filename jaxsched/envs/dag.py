@@ -53,6 +53,8 @@ from jaxsched.envs.dag_params import (
 from jaxsched.envs.dag_waves import sample_durations
 from jaxsched.workloads.dag_bank import DAGBank
 
+_MAX_UNROLLED_EVENTS = 4  # `max_events` up to this runs as unrolled copies of an event time (`_advance`)
+
 
 def _floor_mul_div(r, length, g):
     """⌊r · length / g⌋ in int32 without overflowing r · length (length < 2**31, r <= g)."""
@@ -301,26 +303,36 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         def waiting(st, trunc):
             return ~trunc & (st.n_finished < st.n_jobs) & ~self._decision_needed(st, params)
 
-        def pending(carry):
-            st, trunc, _, i = carry
-            return waiting(st, trunc) & (True if cap is None else i < cap)
-
-        def one_event_time(carry):
-            st, _, reward, i = carry
+        def one_event_time(st, trunc, reward, go=True):
+            """The next event time, where `go` (else nothing changes: every update is gated by it)."""
             t_next, cont = self._next_event(st, params)
-            trunc = t_next >= params.max_time
-            t_new = jnp.minimum(t_next, params.max_time)
+            hit_max = t_next >= params.max_time
+            t_new = jnp.where(go, jnp.minimum(t_next, params.max_time), st.t)
             n_sys = (st.next_arr - st.n_finished).astype(jnp.float32)
             dt = (t_new - st.t).astype(jnp.float32) / 1000.0
             reward = reward - dt * n_sys / params.reward_scale
-            st = self._fast_forward(st, params, cont, t_new)
-            st = st.replace(t=t_new, events=st.events + 1)
+            st = self._fast_forward(st, params, cont & go, t_new)
+            st = st.replace(t=t_new, events=st.events + go)
             # Not a `lax.cond`: under `vmap` it would compute both sides and select over the whole state.
-            st = self._process(st, params, active=~trunc)
-            return st, trunc, reward, i + 1
+            st = self._process(st, params, active=go & ~hit_max)
+            return st, trunc | (go & hit_max), reward
 
-        init = (state, jnp.bool_(False), jnp.float32(0.0), jnp.int32(0))
-        state, trunc, reward, _ = jax.lax.while_loop(pending, one_event_time, init)
+        trunc, reward = jnp.bool_(False), jnp.float32(0.0)
+        if cap is not None and cap <= _MAX_UNROLLED_EVENTS:
+            # A small fixed count of gated event times, unrolled: under `vmap` a `while_loop` selects its
+            # whole carry (the state) after every iteration, which cost more than the gating.
+            for _ in range(cap):
+                state, trunc, reward = one_event_time(state, trunc, reward, go=waiting(state, trunc))
+        else:
+
+            def pending(carry):
+                st, trunc, _, i = carry
+                return waiting(st, trunc) & (True if cap is None else i < cap)
+
+            def body(carry):
+                return (*one_event_time(*carry[:3]), carry[3] + 1)
+
+            state, trunc, reward, _ = jax.lax.while_loop(pending, body, (state, trunc, reward, jnp.int32(0)))
         return state.replace(ret=state.ret + reward, forwarding=waiting(state, trunc)), trunc, reward
 
     def _next_event(self, state: DAGState, params: DAGParams):
@@ -346,16 +358,18 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             base = jnp.full(left.shape, init, jnp.int32).at[c_slot, k_stage]
             return getattr(base, op)(values, mode="drop")
 
-        n_on = per_stage(1)
-        u_min = per_stage(state.ex_until, INF_MS, "min")
-        d = jnp.maximum(duration, 1)
+        # Each stage's bound, read back at its executors: k integer divisions, not J·S (a division does not
+        # vectorise on a CPU, and over [J, S] it was a tenth of a batched step).
+        n_on = per_stage(1)[state.ex_slot, k_stage]  # [k]
+        u_min = per_stage(state.ex_until, INF_MS, "min")[state.ex_slot, k_stage]
+        d = jnp.maximum(duration[state.ex_slot, k_stage], 1)
         # Rounds of the stage's duration that surely fit: R // e. (Refining it for executors that join late
         # — a move, a warm-up — by bisection saved events but cost more than it saved: 34k against 44k
         # decisions/s at batch 1,024 on the AMD EPYC.)
-        rounds = jax.lax.div(left, jnp.maximum(n_on, 1))  # non-negative: truncation is the floor
+        rounds = jax.lax.div(left[state.ex_slot, k_stage], jnp.maximum(n_on, 1))  # >= 0: truncation floors
         jump = rounds * d  # <= left · duration = this stage's work
         bound = u_min + jnp.minimum(jump, INF_MS - u_min)  # saturating add
-        stage_next = jnp.min(jnp.where(n_on > 0, bound, INF_MS))
+        stage_next = jnp.min(jnp.where(cont, bound, INF_MS))
         # An executor on a stage with no task left idles at its `until` (a trigger). If no stage is open,
         # that cannot lead to a decision, so only the stage's finish (its last executor) matters and the
         # earlier idlings are applied in bulk at the next event time (`_process` takes `until <= t`).
