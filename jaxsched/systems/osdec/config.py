@@ -6,7 +6,9 @@
     num_seeds: 3
     env:      {pending_slots, running_slots, defer_negative, history, w_delay, w_violation}
     workload: {preset, realtime, horizon, rate, base_capacity, max_lead, max_window, train_episodes,
-               test_episodes, bank_seed, test_seed}
+               test_episodes, bank_seed, test_seed,
+               trace, trace_test_from_day, trace_step_minutes, trace_stride, trace_fraction,
+               trace_machine_cores, trace_total_cores}
     agent:    {learners: [osdec, aux_l, aux_h, ppo_att, ppo_mlp, pointer, reinforce], embed, layers, heads,
                ff, aux_hidden, aux_dim, aux_coef, capacity_norm}
     ppo:      {any PPOConfig field}   (defaults: `osdec_ppo_config()`, the paper's Table 3)
@@ -15,7 +17,11 @@
 `build_osdec(cfg)` makes the env and the training and held-out test banks: the same generator
 (`workloads.deferrable`, the preset with the section's overrides) with different seeds, which must differ —
 the test episodes are never seen in training (the paper may have evaluated on its training trajectories;
-we do not).
+we do not). With `workload.trace` (a path to the Azure packing trace, `workloads.azure_packing`) the
+episodes come from the trace instead, split in time: training from the days before
+`trace_test_from_day`, testing from that day on (the 14-day trace: 11 days and 3 by default); the
+generator's `horizon`, `max_lead`, `max_window` and `realtime` apply, `train_episodes` / `test_episodes`
+do not (the trace's days set the counts).
 
 The learners (Table 1's learned rows) are injected networks (`nn.osdec`) trained by the project's PPO:
   osdec     the paper's agent: attention encoder, high- and low-level auxiliary features
@@ -119,6 +125,13 @@ class WorkloadSection:
     test_episodes: int = 64
     bank_seed: int = 0
     test_seed: int = 1
+    trace: str | None = None  # the Azure packing trace (SQLite or CSV dir): episodes from it
+    trace_test_from_day: float = 11.0
+    trace_step_minutes: float = 60.0
+    trace_stride: int | None = None
+    trace_fraction: float = 1.0
+    trace_machine_cores: int = 64
+    trace_total_cores: float | None = None
 
     def __post_init__(self):
         at_least(self, "workload", ("train_episodes", "test_episodes"))
@@ -131,6 +144,12 @@ class WorkloadSection:
             self.generator()
         except ValueError as e:
             raise ValueError(str(e).replace("deferrable workload.", "workload.")) from None
+        if not self.trace_test_from_day > 0:
+            raise ValueError(f"workload.trace_test_from_day must be > 0, got {self.trace_test_from_day}")
+        try:
+            self.trace_config(train=True)
+        except ValueError as e:
+            raise ValueError(str(e).replace("azure trace config: ", "workload.trace_")) from None
 
     def generator(self):
         from jaxsched.workloads.deferrable import preset
@@ -139,6 +158,26 @@ class WorkloadSection:
                  "max_window": self.max_window}  # fmt: skip
         over = {k: v for k, v in knobs.items() if v is not None}
         return preset(self.preset, horizon=self.horizon, realtime=self.realtime, **over)
+
+    def trace_config(self, train: bool):
+        """The trace loader's settings for the training (days before `trace_test_from_day`, windows drawn
+        with `bank_seed`) or the test episodes (from that day on, `test_seed`)."""
+        from jaxsched.workloads.azure_packing import AzurePackingConfig
+
+        gen = self.generator()
+        days = dict(start_day=0.0, days=self.trace_test_from_day) if train else dict(
+            start_day=self.trace_test_from_day, days=None)  # fmt: skip
+        return AzurePackingConfig(
+            step_minutes=self.trace_step_minutes, horizon=self.horizon, stride=self.trace_stride,
+            machine_cores=self.trace_machine_cores, total_cores=self.trace_total_cores,
+            fraction=self.trace_fraction, max_lead=gen.max_lead, max_window=gen.max_window,
+            realtime=self.realtime, seed=self.bank_seed if train else self.test_seed, **days,
+        )  # fmt: skip
+
+    @property
+    def day(self) -> int:
+        """Steps per day (the env's `day_phase` period)."""
+        return self.generator().day if self.trace is None else round(24 * 60 / self.trace_step_minutes)
 
 
 @dataclass(frozen=True)
@@ -201,6 +240,7 @@ class OSDECConfig(ExperimentConfig):
     """An OSDEC experiment (`kind: osdec`)."""
 
     KIND: ClassVar[str] = KIND
+    PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.trace",)
 
     kind: str = KIND
     env: EnvSection = field(default_factory=EnvSection)
@@ -223,14 +263,19 @@ def make_env(cfg: OSDECConfig):
 
 def build_osdec(cfg: OSDECConfig):
     """`(env, train_params, test_params)` for `cfg`."""
+    from jaxsched.workloads.azure_packing import load_azure_packing
     from jaxsched.workloads.deferrable import generate_bank
 
     w, e = cfg.workload, cfg.env
-    gen = w.generator()
     env = make_env(cfg)
 
-    def params(episodes: int, seed: int):
-        bank = generate_bank(gen, episodes, seed)
-        return env.make_params(bank, day=gen.day, w_delay=e.w_delay, w_violation=e.w_violation)
+    def params(train: bool):
+        if w.trace is not None:
+            bank, _ = load_azure_packing(w.trace, w.trace_config(train))
+        elif train:
+            bank = generate_bank(w.generator(), w.train_episodes, w.bank_seed)
+        else:
+            bank = generate_bank(w.generator(), w.test_episodes, w.test_seed)
+        return env.make_params(bank, day=w.day, w_delay=e.w_delay, w_violation=e.w_violation)
 
-    return env, params(w.train_episodes, w.bank_seed), params(w.test_episodes, w.test_seed)
+    return env, params(train=True), params(train=False)
