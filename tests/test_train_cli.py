@@ -186,8 +186,13 @@ def test_shipped_configs_load():
         if Path(p).stem == "quick":
             assert cfg.ppo.total_updates * cfg.ppo.steps_per_update <= 50_000
             continue
-        # cpu_* are the documented CPU-budget variants: the paper's setting but a [256, 256] network
+        # cpu_* are the documented CPU-budget variants: the paper's setting but a [256, 256] network;
+        # cpu_inspector_* are the SchedInspector baseline (its own small actor and critic)
         paper_hidden = (256, 256) if Path(p).stem.startswith("cpu_") else (1024, 512, 256)
+        if Path(p).stem.startswith("cpu_inspector_"):
+            paper_hidden = (64, 64)
+            assert cfg.agent.network == "inspector" and cfg.env.window == cfg.eval.baseline_window
+            assert cfg.eval.baselines == (cfg.agent.inspector_base,)
         assert (cfg.env.n_cores, cfg.env.episode_jobs, cfg.ppo.hidden) == (256, 1000, paper_hidden)
         assert (cfg.ppo.lr, cfg.ppo.clip_eps, cfg.ppo.gamma, cfg.ppo.minibatch_size) == (3e-4, 0.2, 0.99, 128)
     assert load_config(ROOT / "configs/dbf/m10_9_1.yaml").env.tail == 1

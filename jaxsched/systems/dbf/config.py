@@ -6,6 +6,7 @@
     num_seeds: 3          # seeds trained together (jax.vmap) in one program
     out_dir: runs
     env:      {n_cores, window, tail, queue_capacity, episode_jobs, reward_weights, max_steps}
+    agent:    {network: mlp | inspector, inspector_base}
     workload: {source: lublin | swf, path, whole_sample, interactive, load_scale, train_episodes,
                test_episodes, jobs_per_episode, bank_seed, test_seed, test_fraction}
     ppo:      {any PPOConfig field}   (defaults: `agents.dbf.dbf_ppo_config()`, the paper's)
@@ -95,6 +96,43 @@ class WorkloadSection:
             )
 
 
+NETWORKS = ("mlp", "inspector")
+
+
+@dataclass(frozen=True)
+class AgentSection:
+    """The network PPO trains: `mlp`, DBF's actor and critic on the observation vector (`ppo.hidden`
+    layers), or `inspector`, SchedInspector's accept/skip actor over the heuristic `inspector_base` (a score
+    of `policies.scores`, `_easy` for EASY back-filling; `nn.inspector`, the same `ppo.hidden`). Give an
+    inspector the baselines' window (`env.window` = `eval.baseline_window`, `env.tail` = 0) so that its
+    base heuristic sees what the baseline does."""
+
+    network: str = "mlp"
+    inspector_base: str = "sjf_easy"
+
+    def __post_init__(self):
+        from jaxsched.policies.scores import SCORES
+
+        if self.network not in NETWORKS:
+            raise ValueError(f"agent.network must be one of {', '.join(NETWORKS)}, got {self.network!r}")
+        if self.inspector_base.removesuffix("_easy") not in SCORES:
+            raise ValueError(
+                f"agent.inspector_base: unknown heuristic {self.inspector_base!r}; choose from "
+                f"{', '.join(SCORES)} (append _easy for EASY back-filling)"
+            )
+
+    def build(self, env, ppo: PPOConfig):
+        """The network to inject into `PPO` (None: PPO's default MLP)."""
+        if self.network == "mlp":
+            return None
+        from jaxsched.nn.inspector import InspectorActorCritic
+        from jaxsched.policies.hpc import make_priority_policy
+
+        b = self.inspector_base
+        base = make_priority_policy(env, b.removesuffix("_easy"), b.endswith("_easy"))
+        return InspectorActorCritic(base, env.fwd_action + 1, ppo.hidden, ppo.activation)
+
+
 @dataclass(frozen=True)
 class EvalSection:
     """Held-out evaluation: the learned policy (greedy or sampled) and heuristic baselines (score name,
@@ -137,6 +175,7 @@ class DBFConfig(ExperimentConfig):
     kind: str = "dbf"
     env: EnvSection = field(default_factory=EnvSection)
     workload: WorkloadSection = field(default_factory=WorkloadSection)
+    agent: AgentSection = field(default_factory=AgentSection)
     ppo: PPOConfig = field(default_factory=dbf_ppo_config)
     eval: EvalSection = field(default_factory=EvalSection)
 

@@ -26,37 +26,39 @@ from jaxsched.experiments.train import (
     seed_programs,
     train_chunks,
 )
-from jaxsched.systems.dbf.config import DBFConfig, build_run
+from jaxsched.systems.dbf.config import AgentSection, DBFConfig, build_run
 
 _PROGRAMS: dict = {}
 SELECT_METRIC = "avg_wait"  # what `eval.select: validation` minimises: the paper's headline metric
 
 
-def programs(ppo_config: PPOConfig, env):
+def programs(ppo_config: PPOConfig, env, agent: AgentSection | None = None):
     """Jitted `init(keys, env_params)` and `chunk(runner, env_params)` over a leading seed axis (the
-    chunk is `vmap`ped over seeds)."""
+    chunk is `vmap`ped over seeds), for the network of `agent` (default: DBF's MLP)."""
+    agent = AgentSection() if agent is None else agent
+    network = agent.build(env, ppo_config)
     # lax.map for the inits rather than vmap: jaxlib 0.10.x wedges on the vmapped orthogonal init (batched
     # QR) on the CPU; the pinned 0.9.2 does not, but a loop keeps runs bit-identical to those in
     # docs/results and costs nothing (init is cheap).
     return seed_programs(
-        ("dbf", ppo_config, env.config),
-        lambda key, env_params: PPO(ppo_config, env, env_params).init(key),
-        lambda runner, env_params: PPO(ppo_config, env, env_params).train_chunk(runner),
+        ("dbf", ppo_config, env.config, agent),
+        lambda key, env_params: PPO(ppo_config, env, env_params, network).init(key),
+        lambda runner, env_params: PPO(ppo_config, env, env_params, network).train_chunk(runner),
     )
 
 
 def abstract_runner(cfg: DBFConfig, env, env_params):
     """Shapes, dtypes and shardings of the vmapped `RunnerState` (a restore template; nothing runs)."""
-    init, _ = programs(cfg.ppo, env)
+    init, _ = programs(cfg.ppo, env, cfg.agent)
     return abstract_state(init, seed_keys(cfg), env_params)
 
 
 def agent_program(cfg: DBFConfig, env):
     """Jitted `run(policy_params [S], keys [E], env_params) -> {metric: [S, E]}`: each seed's policy
     (greedy unless `eval.greedy: false`) on the episode of every key."""
-    key = ("agent", cfg.ppo, cfg.eval.greedy, env.config)
+    key = ("agent", cfg.ppo, cfg.eval.greedy, env.config, cfg.agent)
     if key not in _PROGRAMS:
-        policy = PPO(cfg.ppo, env, None).policy(greedy=cfg.eval.greedy)
+        policy = PPO(cfg.ppo, env, None, cfg.agent.build(env, cfg.ppo)).policy(greedy=cfg.eval.greedy)
 
         def run(policy_params, keys, env_params):
             one = lambda pp, k: run_episode(env, env_params, policy, pp, k)  # noqa: E731
@@ -93,7 +95,7 @@ def train_run(
     run_dir = cfg.run_dir
     t_build = time.perf_counter()
     env, train_params, _, ppo_cfg = build_run(cfg)
-    init, chunk = programs(ppo_cfg, env)
+    init, chunk = programs(ppo_cfg, env, cfg.agent)
     # Training longer is a legitimate resume, except with a learning rate annealed over total_updates.
     may_grow = () if cfg.ppo.anneal_lr else ("ppo.total_updates",)
     resuming = open_run_dir(cfg, run_dir, resume, "# resolved config written by `jaxsched train`\n", may_grow)
