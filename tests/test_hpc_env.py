@@ -286,6 +286,34 @@ def test_sigma_is_zero_on_a_free_core():
     assert obs.sigma.tolist() == [0, 0]  # ... so σ_0 = 0
 
 
+def test_bsld_reward_by_hand():
+    """`reward="bsld"` on 2 cores: job 0 (2 cores, 100 s) starts at 0; job 1 (1 core, 20 s) arrives at
+    10 and job 2 (1 core, 5 s) at 20; both start at 100 when job 0 ends. The forwards pay 0 (empty queue,
+    0 → 10), 10 / 20 (job 1 waits 10 → 20) and 80 · (1/20 + 1/max(5, 10)) (20 → 100), over K = 3: the
+    return is −(90/20 + 80/10) / 3, the jobs' waits over max(run, 10 s). The paper's reward on the same
+    decisions is different (it is not this one by accident)."""
+    wl = make_workload([0, 10, 20], [100, 20, 5], [2, 1, 1])
+    returns = {}
+    for kind in ("bsld", "dbf"):
+        env = HPCEnv(HPCConfig(n_cores=2, window_head=3, window_tail=0, queue_capacity=4, reward=kind))
+        params = env.make_params(wl, starts=[0], episode_jobs=3)
+        step = jax.jit(env.step_env)
+        obs, state = jax.jit(env.reset)(KEY0, params)
+        fwd = jnp.int32(env.fwd_action)
+        rewards = []
+        for a in (0, fwd, fwd, fwd, 0, 0):  # start 0; t → 10, 20, 100; start 1 and 2 (slots shift)
+            obs, state, r, term, *_ = step(KEY0, state, jnp.int32(a), params)
+            rewards.append(float(r))
+        assert bool(term) and int(state.placed) == 3 and float(state.sum_wait) == 170.0
+        returns[kind] = sum(rewards)
+        if kind == "bsld":
+            np.testing.assert_allclose(rewards, [0, 0, -0.5 / 3, -12.0 / 3, 0, 0], rtol=1e-6)
+    assert returns["bsld"] == pytest.approx(-(90 / 20 + 80 / 10) / 3, rel=1e-6)
+    assert abs(returns["dbf"] - returns["bsld"]) > 0.1
+    with pytest.raises(ValueError, match="HPCConfig.reward must be one of dbf, bsld"):
+        HPCConfig(reward="slowdown")
+
+
 # ---- hypothesis properties ------------------------------------------------------------------------
 # Both reuse the differential test's compiled rollouts (same configs and shapes: 20 jobs, 96 steps).
 PROP_JOBS = 20

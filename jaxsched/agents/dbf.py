@@ -33,11 +33,14 @@ def dbf_ppo_config(**overrides) -> PPOConfig:
     return PPOConfig(**base)
 
 
-def dbf_env(window: int = 10, tail: int = 1, n_cores: int = 256, queue_capacity: int = 256) -> HPCEnv:
-    """The HPC env with a window of `window` jobs, `tail` of them from the queue's tail."""
+def dbf_env(
+    window: int = 10, tail: int = 1, n_cores: int = 256, queue_capacity: int = 256, reward: str = "dbf"
+) -> HPCEnv:
+    """The HPC env with a window of `window` jobs, `tail` of them from the queue's tail, and `reward`
+    ("dbf", the paper's, or "bsld": `envs.hpc.HPCConfig`)."""
     if not 0 <= tail <= window:
         raise ValueError(f"window tail must be in 0..{window} (the window size), got {tail}")
-    return HPCEnv(HPCConfig(n_cores, window - tail, tail, max(queue_capacity, window)))
+    return HPCEnv(HPCConfig(n_cores, window - tail, tail, max(queue_capacity, window), reward))
 
 
 def trace_split(

@@ -44,16 +44,28 @@ N_JOB_FEATURES = 5  # present, cores/N, requested time/runtime_norm, wait/wait_n
 WAIT_NORM_DEFAULT = 12 * 3600.0  # RLScheduler's MAX_WAIT_TIME
 
 
+REWARDS = ("dbf", "bsld")
+
+
 @dataclass(frozen=True)
 class HPCConfig:
-    """Static shapes. `window_head + window_tail` = M; the paper's best small window is 9 + 1."""
+    """Static shapes. `window_head + window_tail` = M; the paper's best small window is 9 + 1.
+
+    `reward`: "dbf" is the paper's R(t) (module docstring). "bsld" is the waiting part of the average
+    bounded slowdown (SchedInspector's objective): a Fwd over [t, t') pays −(t' − t) · Σ over the queued
+    jobs of 1 / max(run, 10 s), over `episode_jobs`, so that an episode returns −Σ_j wait_j / max(run_j,
+    10) / K for the jobs it placed (plus what the still-queued ones waited) — a skip is never free, which a
+    reward paid at each start would make it. Picks pay 0 under both."""
 
     n_cores: int = 256
     window_head: int = 9
     window_tail: int = 1
     queue_capacity: int = 256
+    reward: str = "dbf"
 
     def __post_init__(self):
+        if self.reward not in REWARDS:
+            raise ValueError(f"HPCConfig.reward must be one of {', '.join(REWARDS)}, got {self.reward!r}")
         at_least(self, "HPCConfig", ("n_cores", "queue_capacity"))
         at_least(self, "HPCConfig", ("window_head", "window_tail"), low=0)
         if self.window_size < 1:
@@ -292,7 +304,6 @@ class HPCEnv(Environment[HPCState, HPCParams]):
         ratio_l = jnp.where(state.l_max > 0, l_now / jnp.maximum(state.l_max, 1e-9), 0.0)
         ratio_w = jnp.where(state.w_max > 0, state.w_now / jnp.maximum(state.w_max, 1e-9), 0.0)
         penalty = params.w1 * (1.0 - eta) + params.w2 * ratio_l + params.w3 * ratio_w
-        reward = jnp.where(forward, -penalty, 0.0).astype(jnp.float32)
 
         has_arrival = state.next_job < state.end_job
         next_idx = jnp.minimum(state.next_job, bank.submit.shape[0] - 1)
@@ -300,6 +311,12 @@ class HPCEnv(Environment[HPCState, HPCParams]):
         t_release = cluster.next_release(state.core_end, t)
         t_next = jnp.minimum(t_arrival, t_release)
         t_next = jnp.where(forward & (t_next < cluster.NEVER), t_next, t)
+        if cfg.reward == "bsld":  # the queue as it waits over [t, t_next): the jobs queued before the move
+            queued = queue.live_mask(cfg.queue_capacity, state.q_len)
+            run_q = bank.run[jnp.maximum(state.q_job, 0)].astype(jnp.float32)
+            rate = jnp.sum(jnp.where(queued, 1.0 / jnp.maximum(run_q, 10.0), 0.0))
+            penalty = (t_next - t).astype(jnp.float32) * rate / params.episode_jobs.astype(jnp.float32)
+        reward = jnp.where(forward, -penalty, 0.0).astype(jnp.float32)
         admit = forward & has_arrival & (t_arrival <= t_next)
         (q_job, q_submit, q_load), q_len, overflowed = queue.push(
             q_after_pick, q_len, (state.next_job, t_arrival, _job_load(bank, next_idx)), admit

@@ -16,6 +16,12 @@ observation shows:
     original's Δbsld of one 600 s skip, over its whole queue) / (60·M), clipped at 1.
 Not kept: the job's accumulated skip time (the env does not track skips per job). The critic is an MLP
 on the whole observation vector, like DBF's (the original's critic reads its 128-job sequence instead).
+
+What else differs from the original: a skip is the env's Fwd, to the next arrival or completion, where
+the original also stops after 600 s; the objective is the env's `reward: bsld` (the waiting part of the
+bounded slowdown, paid as jobs wait; `envs.hpc.HPCConfig`) rather than the episode's bounded slowdown as a
+ratio to the base heuristic's on the same jobs; episodes are the DBF env's (1,000 placed jobs, arrivals
+continuing), the paper's "online" test, not 128-job batches.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
     seed: 0               # root of the training seeds: jax.random.split(key(seed), num_seeds)
     num_seeds: 3          # seeds trained together (jax.vmap) in one program
     out_dir: runs
-    env:      {n_cores, window, tail, queue_capacity, episode_jobs, reward_weights, max_steps}
+    env:      {n_cores, window, tail, queue_capacity, episode_jobs, reward, reward_weights, max_steps}
     agent:    {network: mlp | inspector, inspector_base}
     workload: {source: lublin | swf, path, whole_sample, interactive, load_scale, train_episodes,
                test_episodes, jobs_per_episode, bank_seed, test_seed, test_fraction}
@@ -38,17 +38,24 @@ SOURCES = ("lublin", "swf")
 
 @dataclass(frozen=True)
 class EnvSection:
-    """The HPC env (`dbf_env`): `window` slots of which `tail` come from the queue's tail."""
+    """The HPC env (`dbf_env`): `window` slots of which `tail` come from the queue's tail; `reward` the
+    paper's R(t) with `reward_weights` ("dbf") or the waiting part of the bounded slowdown ("bsld",
+    SchedInspector's objective; `envs.hpc.HPCConfig`)."""
 
     n_cores: int = 256
     window: int = 10
     tail: int = 1
     queue_capacity: int = 256
     episode_jobs: int = 1000
+    reward: str = "dbf"
     reward_weights: tuple[float, ...] = REWARD_WEIGHTS
     max_steps: int | None = None
 
     def __post_init__(self):
+        from jaxsched.envs.hpc import REWARDS
+
+        if self.reward not in REWARDS:
+            raise ValueError(f"env.reward must be one of {', '.join(REWARDS)}, got {self.reward!r}")
         at_least(self, "env", ("n_cores", "window", "queue_capacity", "episode_jobs"))
         if not 0 <= self.tail <= self.window:
             raise ValueError(f"env.tail must be in 0..{self.window} (env.window), got {self.tail}")
@@ -221,7 +228,7 @@ def build_run(cfg: DBFConfig):
 
     e, w = cfg.env, cfg.workload
     try:
-        env = dbf_env(e.window, e.tail, e.n_cores, e.queue_capacity)
+        env = dbf_env(e.window, e.tail, e.n_cores, e.queue_capacity, e.reward)
     except ValueError as err:
         raise ValueError(f"env: {err}") from None
     kw = dict(episode_jobs=e.episode_jobs, max_steps=e.max_steps, w=e.reward_weights)

@@ -82,7 +82,7 @@ def eval_run(cfg: DBFConfig, checkpoint_dir=None, episodes: int | None = None, j
 
     if cfg.eval.baselines:
         e = cfg.env
-        base_env = dbf_env(cfg.eval.baseline_window, 0, e.n_cores, e.queue_capacity)
+        base_env = dbf_env(cfg.eval.baseline_window, 0, e.n_cores, e.queue_capacity, e.reward)
         policies = {
             b: make_priority_policy(base_env, b.removesuffix("_easy"), b.endswith("_easy"))
             for b in cfg.eval.baselines
