@@ -1,8 +1,9 @@
 """Deep Back-Filling (HPC batch scheduling with a split window, PPO): the system declaration.
 
-What DBF defines, and where: its config (`config.DBFConfig`: env / workload / ppo / eval sections and
-`build_run`), its learner (PPO with the DBF network: `agents.dbf`, trained by `train.train_run` on the
-shared chunked trainer), its baselines (the priority scores of `policies.scores`, `_easy` for EASY
+What DBF defines, and where: its config (`config.DBFConfig`: env / workload / agent / ppo / eval sections
+and `build_run`), its learner (PPO with the DBF network: `agents.dbf`, or the SchedInspector baseline's
+accept/skip network, `nn.inspector`, by `agent.network`; trained by `train.train_run` on the shared
+chunked trainer), its baselines (the priority scores of `policies.scores`, `_easy` for EASY
 back-filling), its metrics (`metrics.HPC_METRICS`), its evaluation (`evaluate.eval_run`), its paper table
 (the Fig. 5-style split sweep over trained runs, `report`: `jaxsched table dbf RUN ...`), and the
 RLScheduler-compatible heuristic table (`rlscheduler_table`), which exists to match published numbers
