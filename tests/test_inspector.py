@@ -56,8 +56,7 @@ def test_mass_only_on_the_proposal_and_fwd(setup):
     proposed = np.asarray(net.proposals(obs))
     probs = np.asarray(jax.nn.softmax(logits, axis=-1))
     fwd = env.fwd_action
-    chex_shape = (obs.t.shape[0], fwd + 1)
-    assert probs.shape == chex_shape and value.shape == (obs.t.shape[0],)
+    assert probs.shape == (obs.t.shape[0], fwd + 1) and value.shape == (obs.t.shape[0],)
     assert 0 < (proposed != fwd).sum() < len(proposed)  # both cases occur
     for i, a in enumerate(proposed):
         support = {int(a), fwd}

@@ -63,9 +63,7 @@ from jaxsched.agents.pg import (
 )
 from jaxsched.core.checks import in_unit_interval, positive
 from jaxsched.core.wrappers import LogWrapper
-from jaxsched.nn.mlp import ACTIVATION_NAMES, VecActorCritic
-
-MASKED_LOGIT = -1e9
+from jaxsched.nn.mlp import ACTIVATION_NAMES, MASKED_LOGIT, VecActorCritic
 
 
 @dataclass(frozen=True)

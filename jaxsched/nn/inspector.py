@@ -32,9 +32,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxsched.nn.mlp import MLP
+from jaxsched.nn.mlp import MASKED_LOGIT, MLP
 
-MASKED_LOGIT = -1e9  # as `agents.ppo`: finite, so entropies stay NaN-free
 SKIP_S = 600.0  # the original's skip unit (its SKIP_TIME), for the pressure feature
 N_FEATURES = 7
 

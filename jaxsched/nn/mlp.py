@@ -8,6 +8,9 @@ import flax.linen as nn
 import jax.numpy as jnp
 import numpy as np
 
+# The logit of a masked action (PPO's masked categorical, `nn.inspector`): finite, so entropies stay NaN-free.
+MASKED_LOGIT = -1e9
+
 ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "gelu": nn.gelu, "elu": nn.elu}
 ACTIVATION_NAMES = tuple(ACTIVATIONS)
 
