@@ -16,10 +16,10 @@ Records: {"variant", "batch", "steps_per_s" (median over rounds of each round's 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 
 from jaxsched.envs.hpc import HPCEnv
+from jaxsched.experiments.report import write_json
 from jaxsched.experiments.throughput import default_hpc_setup, measure_env, platform_info
 
 
@@ -67,8 +67,7 @@ def main() -> None:
         rate = f"{rec['steps_per_s']:>10,.0f} steps/s"
         print(f"{rec['variant']:>11} batch {rec['batch']:>5}: {rate}  x{ratio:.2f} of as_is")
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump(records, f, indent=2)
+        write_json(a.json, records)
 
 
 if __name__ == "__main__":
