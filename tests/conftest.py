@@ -29,7 +29,11 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 # 38 / 42 s instead of 40 / 45 s (level 0 compiles faster still but runs the learning tests 75 % slower).
 # The semantics are XLA's at any level; the golden numbers hold at their tolerances. An environment
 # that sets XLA_FLAGS itself keeps them.
-os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=1")
+os.environ.setdefault(
+    "XLA_FLAGS",
+    "--xla_backend_optimization_level=1 --xla_llvm_disable_expensive_passes=true"
+    " --xla_cpu_use_fusion_emitters=false",
+)
 
 
 def require_trace(path: Path) -> None:
