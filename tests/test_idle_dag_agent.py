@@ -107,12 +107,15 @@ def test_chunked_gradient_equals_the_full_batch_loss(quick):
     cfg = ReinforceConfig(num_sequences=2, rollouts=2, num_steps=24, loss_chunk=7,
                           curriculum_start_s=8.0, curriculum_end_s=100.0)  # fmt: skip
     alg = Reinforce(cfg, env, IdleDAGNetwork(env.config))
-    runner = alg.init(jax.random.PRNGKey(3), params)
-    traj, _, _ = alg.rollout(runner.params, params, jax.random.PRNGKey(4), runner.update)
+    # Everything jitted, as training runs it: op by op, the env's reset and the network's init alone
+    # took 8 s to dispatch.
+    runner = jax.jit(alg.init)(jax.random.PRNGKey(3), params)
+    traj, _, _ = jax.jit(alg.rollout)(runner.params, params, jax.random.PRNGKey(4), runner.update)
     n_dec = int(traj["decision"].sum())
     assert 7 < n_dec < traj["decision"].size and n_dec % 7  # several chunks, a partial one, dead steps
-    adv = alg.advantages(traj)
-    (loss, want_aux), want = jax.value_and_grad(alg.loss, has_aux=True)(runner.params, traj, adv, 0.05)
+    adv = jax.jit(alg.advantages)(traj)
+    reference = jax.jit(jax.value_and_grad(alg.loss, has_aux=True))
+    (loss, want_aux), want = reference(runner.params, traj, adv, 0.05)
     got, got_aux = jax.jit(alg.gradient)(runner.params, traj, adv, 0.05)
     for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=2e-4, atol=1e-6)

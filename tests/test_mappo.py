@@ -94,11 +94,15 @@ def test_sequence_log_probs_and_gradients_equal_per_call_ones(tau):
             p, obs, carry, action, start
         )
 
-    (lp_a, ent_a), (lp_b, ent_b) = jax.jit(per_call)(params), jax.jit(sequence)(params)
+    def with_grad(f):  # one program per path: its log-probs and entropies, and the weighted sum's gradient
+        loss = lambda p: (jnp.sum(f(p)[0] * weight), f(p))  # noqa: E731
+        (_, out), g = jax.jit(jax.value_and_grad(loss, has_aux=True))(params)
+        return out, g
+
+    ((lp_a, ent_a), grad_a), ((lp_b, ent_b), grad_b) = with_grad(per_call), with_grad(sequence)
     np.testing.assert_allclose(lp_b, lp_a, rtol=1e-4, atol=2e-3)
     np.testing.assert_allclose(ent_b, ent_a, rtol=1e-4, atol=1e-5)
-    grad = lambda f: jax.jit(jax.grad(lambda p: jnp.sum(f(p)[0] * weight)))(params)  # noqa: E731
-    for a, b in zip(jax.tree.leaves(grad(sequence)), jax.tree.leaves(grad(per_call)), strict=True):
+    for a, b in zip(jax.tree.leaves(grad_b), jax.tree.leaves(grad_a), strict=True):
         np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-4 * float(jnp.abs(b).max()) + 1e-6)
 
 

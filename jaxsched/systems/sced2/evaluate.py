@@ -56,18 +56,34 @@ def pinned(params, episode):
     return params.replace(starts=params.starts[episode][None], ends=params.ends[episode][None])
 
 
+_PROGRAMS: dict = {}  # the jitted evaluation programs, per env config and policy (as DAG's and OSDEC's)
+
+
+def _program(cache_key, env, policy):
+    """Jitted `fn(lead, params, episodes) -> {metric: [lead, episodes]}`: `policy(lead_i, obs, key)` on test
+    episodes `episodes` of the bank `params` (an argument, so another bank of the same shapes, e.g. Fig.
+    8's scaled gaps, runs without compiling again), `vmap`ped over `lead` (the seeds' Q-params, or the
+    heuristics' branch indices). Cached by `cache_key` and the env's type and config."""
+    cache_key = (*cache_key, type(env), env.config)
+    if cache_key not in _PROGRAMS:
+
+        def one(lead, params, episode):
+            return run_episode(env, pinned(params, episode), policy, lead, jax.random.key(0))
+
+        per_episode = jax.vmap(one, in_axes=(None, None, 0))
+        _PROGRAMS[cache_key] = jax.jit(jax.vmap(per_episode, in_axes=(0, None, None)))
+    return _PROGRAMS[cache_key]
+
+
 def run_heuristics(env, params, names, episodes: int) -> dict[str, dict[str, np.ndarray]]:
     """The heuristics `names` on test episodes `0 .. episodes-1`, one program (a `lax.switch` branch per
     heuristic). Returns `{name: {metric: [episodes]}}`."""
+    names = tuple(names)
     heuristics = [make_heuristic(env, n) for n in names]
     branches = [lambda obs, k, p=p: p(None, obs, k) for p in heuristics]
-
-    def one(index, episode):
-        policy = lambda _, obs, k: jax.lax.switch(index, branches, obs, k)  # noqa: E731
-        return run_episode(env, pinned(params, episode), policy, None, jax.random.key(0))
-
-    fn = jax.jit(jax.vmap(jax.vmap(one, in_axes=(None, 0)), in_axes=(0, None)))
-    out = jax.device_get(fn(jnp.arange(len(names)), jnp.arange(episodes)))
+    switched = lambda index, obs, k: jax.lax.switch(index, branches, obs, k)  # noqa: E731
+    fn = _program(("heuristics", names), env, switched)
+    out = jax.device_get(fn(jnp.arange(len(names)), params, jnp.arange(episodes)))
     return {n: {k: np.asarray(v[i]) for k, v in out.items()} for i, n in enumerate(names)}
 
 
@@ -75,12 +91,8 @@ def run_agent(cfg: SCED2Config, network: str, env, params, q_params, episodes: i
     """Each seed's greedy policy (`q_params` with a leading seed axis) on test episodes `0 .. episodes-1`:
     `{metric: [seeds, episodes]}`."""
     policy = dqn_for(cfg, network, env, params).policy()
-
-    def one(qp, episode):
-        return run_episode(env, pinned(params, episode), policy, qp, jax.random.key(0))
-
-    fn = jax.jit(jax.vmap(jax.vmap(one, in_axes=(None, 0)), in_axes=(0, None)))
-    return {k: np.asarray(v) for k, v in jax.device_get(fn(q_params, jnp.arange(episodes))).items()}
+    fn = _program(("agent", cfg.dqn, cfg.agent, network), env, policy)
+    return {k: np.asarray(v) for k, v in jax.device_get(fn(q_params, params, jnp.arange(episodes))).items()}
 
 
 def load_q_params(cfg: SCED2Config, network: str, env, train_params):
