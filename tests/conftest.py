@@ -65,32 +65,41 @@ def shared_data():
     return path
 
 
-# Files whose longest test (or notebook) is longest, in that order: `pytest -n 2` hands tests out in
-# collection order, so a two-minute test collected last (the notebooks are, after tests/) would run alone
-# at the end while the other worker idles. Whole files move, so a module-scoped fixture is still built
-# once per worker. Longest single item of each file, cold, AMD EPYC, under -n 2 (s): OSDEC agent 148,
-# idle-slot agent 124, DAS RWGP learning 105, DAG system 97, SCED² 87, MAPPO 78, notebook 02 77, OSDEC
-# system 74, DAS train 69 (its fixture 61), PPO 67, notebooks 03/04 57, DQN 49, notebooks 01/05 47/46.
-LONGEST_FIRST = (
+# The heaviest files first, by their total time: pyproject's `--dist loadfile` gives each of the two workers
+# a whole file at a time, in collection order (with `--no-loadscope-reorder`; xdist's default reorders by
+# test count, which put the one-test notebooks last), so a heavy file collected last (the notebooks are,
+# after tests/) would run alone at the end while the other worker idles. Seconds per file, cold, AMD EPYC,
+# under -n 2 (a profile of 2026-11-27): MAPPO 185, OSDEC agent 185, idle-slot agent 176, PPO 136, DAS
+# train 123, DAS RWGP learning 105, DAG system 98, DAG env 88, SCED² 88, DQN 86, notebook 02 77, OSDEC
+# system 74, env contract 68, imitation 63, notebooks 03/04 57, metaheuristics 55, RWGP 49, train CLI 47,
+# inspector 47, notebooks 01/05 47/46; every other file is under 40 s.
+HEAVIEST_FIRST = (
+    "tests/test_mappo.py",
     "tests/test_osdec_agent.py",
     "tests/test_idle_dag_agent.py",
+    "tests/test_ppo.py",
+    "tests/test_das_train.py",
     "tests/test_das_rwgp_learning.py",
     "tests/test_dag_system.py",
+    "tests/test_dag_env.py",
     "tests/test_sced2.py",
-    "tests/test_mappo.py",
+    "tests/test_dqn.py",
     "notebooks/02_das_gpu_cloud.ipynb",
     "tests/test_osdec_system.py",
-    "tests/test_das_train.py",
-    "tests/test_ppo.py",
+    "tests/test_env_contract.py",
+    "tests/test_imitation.py",
     "notebooks/03_sced2_gpu_locality.ipynb",
     "notebooks/04_dag_idle_slots.ipynb",
-    "tests/test_dqn.py",
+    "tests/test_metaheuristics.py",
+    "tests/test_rwgp.py",
+    "tests/test_train_cli.py",
+    "tests/test_inspector.py",
     "notebooks/01_quickstart_hpc.ipynb",
     "notebooks/05_osdec.ipynb",
 )
 
 
 def pytest_collection_modifyitems(config, items):
-    """Run the files of `LONGEST_FIRST` first, in its order; every other file after them, as collected."""
-    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    """Run the files of `HEAVIEST_FIRST` first, in its order; every other file after them, as collected."""
+    rank = {path: i for i, path in enumerate(HEAVIEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: files stay whole
