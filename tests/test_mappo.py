@@ -95,7 +95,10 @@ def test_sequence_log_probs_and_gradients_equal_per_call_ones(tau):
         )
 
     def with_grad(f):  # one program per path: its log-probs and entropies, and the weighted sum's gradient
-        loss = lambda p: (jnp.sum(f(p)[0] * weight), f(p))  # noqa: E731
+        def loss(p):
+            out = f(p)
+            return jnp.sum(out[0] * weight), out
+
         (_, out), g = jax.jit(jax.value_and_grad(loss, has_aux=True))(params)
         return out, g
 
