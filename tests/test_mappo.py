@@ -109,6 +109,46 @@ def test_sequence_log_probs_and_gradients_equal_per_call_ones(tau):
         np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-4 * float(jnp.abs(b).max()) + 1e-6)
 
 
+def test_cached_rollout_acts_as_the_per_call_actor():
+    """The rollout's cache of the encoded history (`carry_cache`/`act_cached`: one observation encoded a
+    call) gives the per-call actor's actions and log-probs, with the same draws, over rollouts that start
+    with a history, wrap the ring buffer (τ = 3) and end episodes, under target parameters that differ
+    from the trained ones (the cache must be encoded with the target's)."""
+    m = setup("das")
+    assert m.agent.caches_carry
+    runner = jax.jit(m.init)(jax.random.key(2))
+    noise = lambda p, k: p + 0.3 * jax.random.normal(k, p.shape)  # noqa: E731
+    leaves, tree = jax.tree.flatten(runner.target)
+    keys = jax.random.split(jax.random.key(3), len(leaves))
+    noisy = [noise(p, k) for p, k in zip(leaves, keys, strict=True)]
+    runner = runner.replace(target=jax.tree.unflatten(tree, noisy))
+    cached = jax.jit(lambda r, k: m.rollout(r, k))
+    per_call = jax.jit(lambda r, k: m.rollout(r, k, act=m.act))
+    seen_start = seen_done = False
+    for i in range(4):
+        key = jax.random.key(20 + i)
+        (r_a, tr_a, _), (_, tr_b, _) = cached(runner, key), per_call(runner, key)
+        np.testing.assert_allclose(tr_a.action.affinity, tr_b.action.affinity, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(tr_a.action.priority, tr_b.action.priority, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(tr_a.log_prob, tr_b.log_prob, rtol=1e-4, atol=2e-3)
+        np.testing.assert_array_equal(tr_a.reward, tr_b.reward)
+        seen_start |= bool(runner.carry.valid.any())
+        seen_done |= bool(tr_a.done.any())
+        runner = r_a
+    assert seen_start and seen_done and bool((runner.carry.calls > 3).all())
+
+    class PerCall(DASAgent):  # the same actor without the cache
+        caches_carry = False
+
+    plain = MAPPO(m.config, m.base_env, m.env_params, PerCall(m.agent.config, m.agent.n_slots, M))
+    actor = runner.target["actor"]
+    for greedy in (True, False):
+        episode = lambda k, mp, g=greedy: mp.run_episode(actor, mp.env_params, k, greedy=g)  # noqa: E731
+        a, b = (jax.jit(functools.partial(episode, mp=mp))(jax.random.key(5)) for mp in (m, plain))
+        for name in a:
+            np.testing.assert_allclose(a[name], b[name], rtol=1e-5, err_msg=name)
+
+
 def test_gae_does_not_discount_continuation_calls():
     # Two envs, three calls; env 1's middle call continues a forward (no decision).
     t, b = 3, 2

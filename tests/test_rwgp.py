@@ -101,6 +101,38 @@ def test_spectral_and_series_equal_expm(m):
     np.testing.assert_allclose(gram[0, 1], np.exp(-beta * (m - 1) ** 2 / 2), rtol=1e-5)
 
 
+def _moments_by_autodiff(P, n_terms):
+    """The series moments by the recursion `rw_moments` runs, left to autodiff (its reference)."""
+    v, out = jnp.ones(P.shape[:-1]), []
+    for _ in range((n_terms + 1) // 2):
+        w = jnp.einsum("...ij,...j->...i", P / P.shape[-1], v)
+        out += [jnp.sum(v * v, -1), jnp.sum(v * w, -1)]
+        v = w
+    return jnp.stack(out[:n_terms], -1)
+
+
+@pytest.mark.parametrize("n_terms", [1, 8, 21])
+def test_series_moments_gradient(n_terms):
+    """`rw_moments`' hand-written gradient equals autodiff of its recursion (symmetric graphs and any
+    matrix), and on graphs the float64 gradient of `Σ_ℓ w_ℓ 1ᵀ(P/M)^ℓ 1` (symmetrised: the graph is)."""
+    rng = np.random.default_rng(n_terms)
+    graphs = jnp.stack([_graph(rng, 5, rho=r) for r in (0.5, 1.0, 3.0)])  # [3, 5, 5]
+    weights = jnp.asarray(rng.normal(size=(3, n_terms)), jnp.float32)
+    grad = lambda f, x: jax.jit(jax.grad(lambda p: jnp.sum(f(p, n_terms) * weights)))(x)  # noqa: E731
+    for x in (graphs, jnp.asarray(rng.uniform(size=(3, 5, 5)), jnp.float32)):
+        got, want = grad(rwgp.rw_moments, x), grad(_moments_by_autodiff, x)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    g, w64 = np.asarray(grad(rwgp.rw_moments, graphs), np.float64), np.asarray(weights, np.float64)
+    for b, P in enumerate(np.asarray(graphs, np.float64)):
+        A, one = P / 5, np.ones(5)
+        powers = [np.linalg.matrix_power(A, k) for k in range(n_terms)]
+        # d/dA 1ᵀA^ℓ1 = Σ_{a+b=ℓ−1} (A^a 1)(A^b 1)ᵀ for symmetric A; d/dP = d/dA / M
+        terms = (w64[b, ell] * np.outer(powers[a] @ one, powers[ell - 1 - a] @ one)
+                 for ell in range(1, n_terms) for a in range(ell))  # fmt: skip
+        ref = sum(terms, np.zeros((5, 5))) / 5
+        np.testing.assert_allclose((g[b] + g[b].T) / 2, (ref + ref.T) / 2, rtol=1e-4, atol=1e-6)
+
+
 @pytest.mark.parametrize("kernel", rwgp.KERNELS)
 def test_gram_symmetric_psd_unit_diagonal(kernel):
     rng = np.random.default_rng(2)

@@ -51,7 +51,7 @@ from jaxsched.nn.das import (
     masked_normal_log_prob,
 )
 from jaxsched.nn.grouping import kmeans_groups, rifling_k
-from jaxsched.nn.rwgp import RWGPHead, RWGPHistory, history_rows
+from jaxsched.nn.rwgp import RWGPHead, RWGPHistory, RWGPStats, decision_stats, history_rows
 from jaxsched.policies.gpu_cloud import HEURISTICS, fifo_priority, firstfit_affinity, make_heuristic
 
 PRESETS = {
@@ -225,12 +225,18 @@ class DASActor(nn.Module):
             place_mask = jnp.zeros_like(mask)
         return self._policy(prio_mu, prio_std, aff_mu, aff_std, groups, place_mask)
 
-    def sequence(self, obs: GPUCloudObs, history: RWGPHistory, start: RWGPHistory) -> DASPolicy:
-        """The policies `[T]` of T consecutive calls of one env (`obs`, `history` `[T]`: what each call saw),
-        `start` the history before the first: equal to `__call__` on each (RWGP placement only). The table
-        of `start`'s τ observations and the T calls' is encoded once, each observation's series features
-        and prior means computed once, and each call's history gathered from it (`history_rows`), where
-        `__call__` re-encodes τ + 1 observations per call."""
+    def sequence(
+        self, obs: GPUCloudObs, history: RWGPHistory, start: RWGPHistory, affinity: jax.Array
+    ) -> DASPolicy:
+        """The policies `[T]` of T consecutive calls of one env (`obs`, `history` `[T]`: what each call saw;
+        `affinity f32[T, N, M]` the rows each call sampled, which its decision pushed), `start` the history
+        before the first: equal to `__call__` on each (RWGP placement only), up to rounding.
+
+        `__call__` re-encodes τ + 1 observations per call and forms ΨᵀΨ over τN training points per
+        decision. Here the table of `start`'s τ observations and the T calls' is encoded once, each
+        observation's GP stats (`decision_stats`: ΨᵀΨ, Ψᵀr over its N jobs) computed once, and each
+        decision's history stats are a sum of τ of them — one `[T, τ + T] × [τ + T, L·L]` matmul by the
+        slots' selection (`history_rows`)."""
         cfg = self.config
         if cfg.placement != "rwgp":
             raise ValueError(f"DASActor.sequence is for the RWGP placement, not {cfg.placement!r}")
@@ -243,14 +249,47 @@ class DASActor(nn.Module):
         table_machines = jnp.concatenate([start_machines, machines])
         job_emb, _ = self.ordering(jobs, masks, table_machines)
         psi, prior = self.rwgp.features(job_emb, table_machines)  # [τ + T, N, L], [τ + T, N, M]
+        # Row τ + c holds call c's observation; its slot (if call c decided) holds call c's sampled rows.
+        gram, cross = decision_stats(psi, prior, masks, jnp.concatenate([start.affinity, affinity]))
         rows = history_rows(history, start)  # [T, τ]
-        aff_mu, aff_var = self.rwgp.posterior(
-            psi[tau:], prior[tau:], obs.job_mask, psi[rows], prior[rows], history.job_mask,
-            history.affinity, history.valid,
-        )  # fmt: skip
+        select = jnp.sum(jax.nn.one_hot(rows, jobs.shape[0]) * history.valid[..., None], axis=1)  # [T, τ + T]
+        n_rows, n_feat = gram.shape[0], gram.shape[-1]
+        hist_gram = (select @ gram.reshape(n_rows, -1)).reshape(-1, n_feat, n_feat)  # [T, L, L]
+        hist_cross = (select @ cross.reshape(n_rows, -1)).reshape(-1, n_feat, cross.shape[-1])  # [T, L, M]
+        aff_mu, aff_var = self.rwgp.posterior_from_stats(
+            psi[tau:], prior[tau:], obs.job_mask, hist_gram, hist_cross
+        )
         prio_mu, prio_std = self._priority(obs, job_emb[tau:])
         groups = jnp.broadcast_to(jnp.arange(obs.job_mask.shape[-1], dtype=jnp.int32), obs.job_mask.shape)
         return self._policy(prio_mu, prio_std, aff_mu, jnp.sqrt(aff_var), groups, obs.job_mask)
+
+    def history_stats(self, history: RWGPHistory) -> RWGPStats:
+        """The GP stats of each slot of one env's history (`RWGPStats`), its τ observations encoded with
+        these parameters (RWGP placement only): what `cached` needs in place of the history."""
+        machines = history.mach_obs
+        if self.config.machine_index:
+            machines = with_machine_index(machines)
+        job_emb, _ = self.ordering(history.job_obs, history.job_mask, machines)
+        psi, prior = self.rwgp.features(job_emb, machines)  # [τ, N, L], [τ, N, M]
+        return RWGPStats(*decision_stats(psi, prior, history.job_mask, history.affinity))
+
+    def cached(self, obs: GPUCloudObs, history: RWGPHistory, stats: RWGPStats):
+        """`__call__` for one env with its history's slots already encoded (`stats`, from `history_stats`
+        and kept up to date by the caller; `history` gives only which slots are valid): encodes the one
+        current observation. Returns the policy and the observation's series features `f32[N, L]` and prior
+        means `f32[N, M]`, from which the caller adds this decision's stats (`decision_stats`)."""
+        cfg = self.config
+        if cfg.placement != "rwgp":
+            raise ValueError(f"DASActor.cached is for the RWGP placement, not {cfg.placement!r}")
+        machines = with_machine_index(obs.machines) if cfg.machine_index else obs.machines
+        job_emb, _ = self.ordering(obs.jobs[None], obs.job_mask[None], machines[None])
+        psi, prior = self.rwgp.features(job_emb, machines[None])
+        psi, prior = psi[0], prior[0]
+        hist_gram, hist_cross = stats.total(history.valid)
+        aff_mu, aff_var = self.rwgp.posterior_from_stats(psi, prior, obs.job_mask, hist_gram, hist_cross)
+        prio_mu, prio_std = self._priority(obs, job_emb[0])
+        groups = jnp.arange(obs.job_mask.shape[0], dtype=jnp.int32)
+        return self._policy(prio_mu, prio_std, aff_mu, jnp.sqrt(aff_var), groups, obs.job_mask), psi, prior
 
     def _priority(self, obs: GPUCloudObs, job_emb):
         """The ordering agent's Gaussians over the slots (`[..., N]`), or FIFO's priorities with σ = 0."""
@@ -339,7 +378,9 @@ class DASAgent:
     def act(self, params, obs: GPUCloudObs, history: RWGPHistory, key: jax.Array, greedy: bool = False):
         """Sample (or take the means of) both actions: `(GPUCloudAction, log_prob f32[2])`. A fixed half
         (σ = 0) is its heuristic's action; affinity noise is shared within a placement group."""
-        pol = self.distribution(params, obs, history)
+        return self._sample(self.distribution(params, obs, history), obs, key, greedy)
+
+    def _sample(self, pol: DASPolicy, obs: GPUCloudObs, key: jax.Array, greedy: bool):
         prio, aff = pol.prio_mu, pol.aff_mu
         if not greedy:
             k1, k2 = jax.random.split(key)
@@ -347,6 +388,27 @@ class DASAgent:
             aff = aff + pol.aff_std[:, None] * jax.random.normal(k2, aff.shape)[pol.groups]
         action = GPUCloudAction(priority=prio, affinity=aff)
         return action, self._log_prob(pol, obs, action)
+
+    # ---- the rollout's cache of the encoded history (agents.mappo: `carry_cache`, `act_cached`) -------
+    @property
+    def caches_carry(self) -> bool:
+        """The RWGP's history is encoded once per rollout (`carry_cache`), not τ + 1 observations a call."""
+        return self.config.placement == "rwgp"
+
+    def carry_cache(self, params, history: RWGPHistory) -> RWGPStats:
+        """One env's history encoded with `params` (the acting ones, at a rollout's start)."""
+        return self.actor.apply(params, history, method=DASActor.history_stats)
+
+    def act_cached(self, params, obs: GPUCloudObs, history: RWGPHistory, stats: RWGPStats, key: jax.Array,
+                   greedy: bool = False):  # fmt: skip
+        """`act` from the encoded history (`carry_cache`) → `(action, log_prob f32[2], stats)`, the stats
+        with this call's decision written where `advance` will push it (the slot `history.head`), so they
+        stay in step with the history; the same draws as `act`, the same policy up to rounding."""
+        pol, psi, prior = self.actor.apply(params, obs, history, stats, method=DASActor.cached)
+        action, log_prob = self._sample(pol, obs, key, greedy)
+        pushed = stats.write(history.head, *decision_stats(psi, prior, obs.job_mask, action.affinity))
+        stats = jax.tree.map(lambda a, b: jnp.where(self.decision(obs), a, b), pushed, stats)
+        return action, log_prob, stats
 
     @property
     def sequence_carry(self) -> bool:
@@ -359,7 +421,7 @@ class DASAgent:
     ):
         """`log_prob_entropy` of T consecutive calls of one env (`[T]` inputs; `start` the history before
         the first) → `(f32[T, 2], f32[T])`, each observation encoded once (`DASActor.sequence`)."""
-        pol = self.actor.apply(params, obs, history, start, method=DASActor.sequence)
+        pol = self.actor.apply(params, obs, history, start, action.affinity, method=DASActor.sequence)
         return jax.vmap(self._log_prob_entropy)(pol, obs, action)
 
     def log_prob_entropy(self, params, obs: GPUCloudObs, history: RWGPHistory, action: GPUCloudAction):

@@ -23,7 +23,14 @@ for T consecutive calls of one env (`obs`, `carry`, `action` `[T, ...]`, `start`
 first), equal to `log_prob_entropy` on each call but free to compute what the calls share once (DAS encodes
 each observation once instead of τ + 1 times). Its minibatches are then whole envs — `num_minibatches`
 groups of `num_envs / num_minibatches` envs, all `num_steps` calls each, reshuffled every epoch — as in
-PPO with recurrent policies, instead of shuffled calls: every call still enters each epoch once.
+PPO with recurrent policies, instead of shuffled calls: every call still enters each epoch once. Such an
+actor may also set `caches_carry = True` and provide
+
+    carry_cache(params, carry) -> cache                                  # the carry encoded with params
+    act_cached(params, obs, carry, cache, key, greedy) -> (action, log_prob f32[A], cache)
+
+the rollout then encodes each env's carry once at its start with the target parameters and acts from the
+cache, which `act_cached` keeps in step with `advance` (DAS: a call encodes 1 observation, not τ + 1).
 
 A centralized critic `V(critic_input)` has its own parameters (`critic=`, default `nn.mlp.ValueMLP` of
 `config.critic_hidden`). Each update: a rollout of `num_steps` calls × `num_envs` envs (`lax.scan` of the
@@ -262,18 +269,27 @@ class MAPPO:
 
     def rollout(self, runner: MAPPORunner, key: jax.Array, act=None):
         """`num_steps` vmapped env calls acting with the target actor, or with `act(actor_params, obs,
-        carry, key) -> (action, log_prob f32[A])` for one env (the imitation teacher)."""
+        carry, key) -> (action, log_prob f32[A])` for one env (the imitation teacher). An actor with a
+        `carry_cache` acts through `act_cached` from its carry encoded once at the rollout's start with
+        the target parameters (the same policy as `act`, up to rounding)."""
         cfg = self.config
         step = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))
+        cached = act is None and getattr(self.agent, "caches_carry", False)
         act = jax.vmap(self.act if act is None else act, in_axes=(None, 0, 0, 0))
+        if cached:
+            act_cached = jax.vmap(self.agent.act_cached, in_axes=(None, 0, 0, 0, 0))
         value = jax.vmap(lambda p, o: self.value(p, runner.value_stats, o), in_axes=(None, 0))
         decision = jax.vmap(self.agent.decision)
         target = runner.target
 
         def body(loop, k):
-            env_state, obs, carry = loop
+            env_state, obs, carry, cache = loop
             k_act, k_step = jax.random.split(k)
-            action, log_prob = act(target["actor"], obs, carry, jax.random.split(k_act, cfg.num_envs))
+            keys = jax.random.split(k_act, cfg.num_envs)
+            if cached:
+                action, log_prob, cache = act_cached(target["actor"], obs, carry, cache, keys)
+            else:
+                action, log_prob = act(target["actor"], obs, carry, keys)
             v = value(target["critic"], obs)
             obs2, env_state2, reward, terminated, truncated, info = step(
                 jax.random.split(k_step, cfg.num_envs), env_state, action, self.env_params
@@ -285,10 +301,14 @@ class MAPPO:
                 decision=decision(obs), done=done, next_value=jnp.where(terminated, 0.0, v_final),
             )  # fmt: skip
             carry2 = jax.vmap(self.advance)(carry, obs, action, done)
-            return (env_state2, obs2, carry2), (tr, episode_log(info))
+            return (env_state2, obs2, carry2, cache), (tr, episode_log(info))
 
-        loop = (runner.env_state, runner.obs, runner.carry)
-        (env_state, obs, carry), (traj, log) = jax.lax.scan(body, loop, jax.random.split(key, cfg.num_steps))
+        cache = None
+        if cached:  # the carry as the target actor encodes it (its parameters change between rollouts)
+            cache = jax.vmap(self.agent.carry_cache, in_axes=(None, 0))(target["actor"], runner.carry)
+        loop = (runner.env_state, runner.obs, runner.carry, cache)
+        keys = jax.random.split(key, cfg.num_steps)
+        (env_state, obs, carry, _), (traj, log) = jax.lax.scan(body, loop, keys)
         return runner.replace(env_state=env_state, obs=obs, carry=carry), traj, log
 
     def loss(self, params, value_stats, batch: MAPPOTransition, adv, targets):
@@ -374,11 +394,23 @@ class MAPPO:
         """One whole episode with the actor (carry advanced every call), returning the env's metrics
         (`core.episode.run_episode`)."""
 
-        def act(obs, state, carry, k):
-            action, _ = self.act(actor_params, obs, carry, k, greedy)
-            return action, self.advance(carry, obs, action, jnp.bool_(False))
+        if getattr(self.agent, "caches_carry", False):  # the carry and its encoding, kept in step
 
-        return run_episode(self.base_env, env_params, act, key, self.agent.initial_carry())
+            def act(obs, state, carry, k):
+                history, cache = carry
+                action, _, cache = self.agent.act_cached(actor_params, obs, history, cache, k, greedy)
+                return action, (self.advance(history, obs, action, jnp.bool_(False)), cache)
+
+            history = self.agent.initial_carry()
+            carry = (history, self.agent.carry_cache(actor_params, history))
+        else:
+
+            def act(obs, state, carry, k):
+                action, _ = self.act(actor_params, obs, carry, k, greedy)
+                return action, self.advance(carry, obs, action, jnp.bool_(False))
+
+            carry = self.agent.initial_carry()
+        return run_episode(self.base_env, env_params, act, key, carry)
 
 
 def make_train(config: MAPPOConfig, env, env_params, agent: MultiAgentActor, critic=None):

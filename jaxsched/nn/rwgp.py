@@ -48,6 +48,7 @@ Choices RWGP.md leaves open:
 
 from __future__ import annotations
 
+import functools
 import math
 
 import distrax
@@ -118,6 +119,7 @@ def series_terms_for(beta_m2: float, tol: float = SERIES_TOL) -> int:
     raise ValueError(f"β·M² = {x} too large for the series kernel")
 
 
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
 def rw_moments(P, n_terms: int):
     """`P f32[..., M, M] -> q f32[..., L]`, `q_ℓ = 1ᵀ(P/M)^ℓ 1` for ℓ = 0..L−1 (⌈L/2⌉ matrix–vector products).
 
@@ -127,7 +129,16 @@ def rw_moments(P, n_terms: int):
     `φ_ℓ = 1ᵀP^ℓ1 ≤ ‖1‖² λ_max^ℓ ≤ M·M^ℓ`, hence term ℓ ≤ `(β M²)^ℓ/ℓ! · M²`. The ℓ = 0 term alone is
     `φ_0 φ′_0 = M²`, so `k ≥ M²` and the dropped tail is at most `Σ_{ℓ≥L} x^ℓ/ℓ!` relative to k — below
     `SERIES_TOL` for L = `series_terms_for(x_max)` and every β ≤ β_max (the tail grows with x). The
-    normalised kernel `k/√(k k′)` then has relative error ≤ tol/(1 − tol)."""
+    normalised kernel `k/√(k k′)` then has relative error ≤ tol/(1 − tol).
+
+    The gradient is written by hand (`_rw_moments_bwd`): `∂/∂P` of all L moments is one batched
+    `[M, K] × [K, M]` product of the K vectors and their cotangents, where autodiff's K outer products
+    were recomputed in every fusion that consumed them."""
+    return _rw_moments_fwd(P, n_terms)[0]
+
+
+def _rw_moments_fwd(P, n_terms: int):
+    """`(q f32[..., L], (Pm, V f32[..., K + 1, M]))`, `V` the vectors `v_j = (P/M)^j 1`, j = 0..K."""
     m = P.shape[-1]
     Pm = P / m
 
@@ -135,14 +146,42 @@ def rw_moments(P, n_terms: int):
     # matrix–vector product (the products dominate the cost: P is re-read from memory each time).
     def step(v, _):
         w = jnp.sum(Pm * v[..., None, :], axis=-1)  # a fused multiply-reduce: batched M × M dots are slow
-        return w, (jnp.sum(v * v, axis=-1), jnp.sum(v * w, axis=-1))
+        return w, (v, jnp.sum(v * v, axis=-1), jnp.sum(v * w, axis=-1))
 
     v0 = jnp.ones(P.shape[:-1], P.dtype)
-    # Unrolled: the products are tiny, and a rolled scan's per-iteration overhead (and its stacked
-    # residuals in the gradient) cost more than they do.
-    _, (even, odd) = jax.lax.scan(step, v0, None, length=(n_terms + 1) // 2, unroll=True)  # [⌈L/2⌉, ...]
+    # Unrolled: the products are tiny, and a rolled scan's per-iteration overhead costs more than they do.
+    last, (vs, even, odd) = jax.lax.scan(step, v0, None, length=(n_terms + 1) // 2, unroll=True)
     q = jnp.stack([even, odd], axis=1).reshape(-1, *even.shape[1:])[:n_terms]  # q_0, q_1, q_2, ...
-    return jnp.moveaxis(q, 0, -1)
+    vs = jnp.moveaxis(jnp.concatenate([vs, last[None]]), 0, -2)  # [..., K + 1, M]
+    return jnp.moveaxis(q, 0, -1), (Pm, vs)
+
+
+def _rw_moments_bwd(n_terms: int, res, dq):
+    """Reverse mode of `rw_moments`: with `g_j` the cotangent of `v_j` (from the moments that read it and
+    from `v_j+1 = (P/M) v_j`), `∂L/∂(P/M) = Σ_j g_j+1 v_jᵀ` and `g_j = direct_j + (P/M)ᵀ g_j+1`."""
+    Pm, vs = res
+    k = vs.shape[-2] - 1
+    dq = jnp.pad(dq, [(0, 0)] * (dq.ndim - 1) + [(0, 2 * k - n_terms)])
+    d_even, d_odd = dq[..., 0::2], dq[..., 1::2]  # [..., K] each: q_2j = v_j·v_j, q_2j+1 = v_j·v_j+1
+    zero = jnp.zeros_like(d_even[..., :1])
+    # direct_j = 2 d_even_j v_j + d_odd_j v_j+1 + d_odd_j−1 v_j−1 (for j = 0..K; terms out of range are 0)
+    later = jnp.concatenate([vs[..., 1:, :], vs[..., :1, :]], -2)  # v_j+1 (the last row unused)
+    earlier = jnp.concatenate([vs[..., :1, :], vs[..., :-1, :]], -2)  # v_j−1 (the first row unused)
+    a = jnp.concatenate([2.0 * d_even, zero], axis=-1)[..., None] * vs
+    b = jnp.concatenate([d_odd, zero], axis=-1)[..., None] * later
+    c = jnp.concatenate([zero, d_odd], axis=-1)[..., None] * earlier
+    direct = a + b + c  # [..., K + 1, M]
+    g = direct[..., k, :]
+    carried = [g]  # g_K, g_K−1, ..., g_1
+    for j in range(k - 1, 0, -1):
+        g = direct[..., j, :] + jnp.sum(Pm * g[..., :, None], axis=-2)  # (P/M)ᵀ g
+        carried.append(g)
+    gs = jnp.stack(carried[::-1], axis=-2)  # [..., K, M]: g_1 .. g_K
+    d_pm = jnp.sum(gs[..., :, :, None] * vs[..., :k, None, :], axis=-3)
+    return (d_pm / Pm.shape[-1],)
+
+
+rw_moments.defvjp(_rw_moments_fwd, _rw_moments_bwd)
 
 
 def rw_series_coeffs(beta, m: int, n_terms: int):
@@ -237,6 +276,32 @@ def gp_predict(chol, k_star, k_ss, resid, prior_star, mask, var_floor: float = 1
     return mu, var
 
 
+def gp_training_stats(psi_train, resid, mask):
+    """`(psi_train f32[..., T, L], resid f32[..., T, M], mask bool[..., T]) -> (gram f32[..., L, L],
+    cross f32[..., L, M])`: `ΨᵀΨ` and `Ψᵀr` over the valid training points — all that the L × L posterior
+    (`gp_predict_stats`) needs of them. Both are sums over the points, so the stats of a history are the
+    sum of its slots' stats: a training batch computes each observation's once and sums τ per decision."""
+    psi_train = jnp.where(mask[..., None], psi_train, 0.0)
+    resid = jnp.where(mask[..., None], resid, 0.0)
+    gram = jnp.einsum("...tl,...tk->...lk", psi_train, psi_train)
+    return gram, jnp.einsum("...tl,...tm->...lm", psi_train, resid)
+
+
+def gp_predict_stats(gram, cross, psi_star, prior_star, noise, jitter: float = 1e-5, var_floor: float = 1e-6):
+    """The posterior of `gp_predict_features` from the training points' `gp_training_stats`:
+    `gram f32[L, L]`, `cross f32[L, M]`, `psi_star f32[B, L]`, `prior_star f32[B, M]`, `noise` = σ² →
+    `(mu f32[B, M], var f32[B])`, through the Cholesky factor R of `C = sI + ΨᵀΨ` (s = σ² + jitter)."""
+    n_feat, m = cross.shape
+    s = noise + jitter
+    chol = jnp.linalg.cholesky(gram + s * jnp.eye(n_feat, dtype=gram.dtype))
+    # C⁻¹ = R⁻ᵀR⁻¹ (R = chol): one triangular solve for both, ψ*ᵀC⁻¹Ψᵀr = (R⁻¹ψ*)ᵀ(R⁻¹Ψᵀr).
+    w = solve_triangular(chol, jnp.concatenate([cross, psi_star.T], axis=1), lower=True)
+    w_resid, w_star = w[:, :m], w[:, m:]  # [L, M], [L, B]
+    mu = prior_star + w_star.T @ w_resid
+    var = jnp.maximum(s * jnp.sum(jnp.square(w_star), axis=0), var_floor)
+    return mu, var
+
+
 def gp_predict_features(
     psi_train, psi_star, resid, prior_star, mask, noise, jitter: float = 1e-5, var_floor: float = 1e-6
 ):
@@ -250,17 +315,8 @@ def gp_predict_features(
     both from `(K + sI)⁻¹ = (I − Ψ C⁻¹ Ψᵀ) / s`. O(T L² + L³) rather than O(T³): for τ·N = 128 points and
     L = 32 terms a 32 × 32 Cholesky replaces a 128 × 128 one, in the forward pass and in every gradient.
     The variance has no cancellation (the T × T form subtracts two numbers near 1)."""
-    psi_train = jnp.where(mask[:, None], psi_train, 0.0)
-    resid = jnp.where(mask[:, None], resid, 0.0)
-    n_feat, m = psi_train.shape[-1], resid.shape[-1]
-    s = noise + jitter
-    chol = jnp.linalg.cholesky(psi_train.T @ psi_train + s * jnp.eye(n_feat, dtype=psi_train.dtype))
-    # C⁻¹ = R⁻ᵀR⁻¹ (R = chol): one triangular solve for both, ψ*ᵀC⁻¹Ψᵀr = (R⁻¹ψ*)ᵀ(R⁻¹Ψᵀr).
-    w = solve_triangular(chol, jnp.concatenate([psi_train.T @ resid, psi_star.T], axis=1), lower=True)
-    w_resid, w_star = w[:, :m], w[:, m:]  # [L, M], [L, B]
-    mu = prior_star + w_star.T @ w_resid
-    var = jnp.maximum(s * jnp.sum(jnp.square(w_star), axis=0), var_floor)
-    return mu, var
+    gram, cross = gp_training_stats(psi_train, resid, mask)
+    return gp_predict_stats(gram, cross, psi_star, prior_star, noise, jitter, var_floor)
 
 
 def gp_posterior(K, k_star, k_ss, y, prior_train, prior_star, mask, noise, jitter=1e-5, var_floor=1e-6):
@@ -361,6 +417,33 @@ def history_rows(history: RWGPHistory, start: RWGPHistory) -> jax.Array:
     return jnp.where(history.valid, row, 0)
 
 
+@struct.dataclass
+class RWGPStats:
+    """The GP training stats (`gp_training_stats`) of each slot of a history: what a decision's posterior
+    needs of its history once the slots' observations are encoded. A rollout keeps them beside the
+    `RWGPHistory` (same slots, same validity), computed with the acting parameters, so that a call encodes
+    only its own observation (`agents.das.DASAgent.act_cached`)."""
+
+    gram: jnp.ndarray  # f32[τ, L, L] ΨᵀΨ of the slot's jobs
+    cross: jnp.ndarray  # f32[τ, L, M] Ψᵀ(affinity − prior) of the slot's jobs
+
+    def write(self, slot, gram, cross) -> RWGPStats:
+        """The stats of one new decision (`f32[L, L]`, `f32[L, M]`) in `slot`."""
+        return RWGPStats(self.gram.at[slot].set(gram), self.cross.at[slot].set(cross))
+
+    def total(self, valid) -> tuple[jax.Array, jax.Array]:
+        """`(gram f32[L, L], cross f32[L, M])` summed over the `valid bool[τ]` slots."""
+        w = valid.astype(self.gram.dtype)
+        return jnp.einsum("s,slk->lk", w, self.gram), jnp.einsum("s,slm->lm", w, self.cross)
+
+
+def decision_stats(psi, prior, job_mask, affinity):
+    """The training points one decision adds to a history, as GP stats: `psi f32[..., N, L]`, `prior
+    f32[..., N, M]`, `job_mask bool[..., N]`, `affinity f32[..., N, M]` (the sampled rows) → `(gram
+    f32[..., L, L], cross f32[..., L, M])` (`_training_targets` for one slot)."""
+    return gp_training_stats(psi, affinity - prior, job_mask)
+
+
 # --------------------------------------------------------------------------------------------------- head
 
 
@@ -457,9 +540,7 @@ class RWGPHead(nn.Module):
         beta, n_terms = self._beta(mach_obs.shape[-2])
         return rw_series_features(graphs, beta, n_terms), prior
 
-    def posterior(
-        self, psi, prior, job_mask, hist_psi, hist_prior, hist_job_mask, hist_affinity, hist_valid
-    ):
+    def posterior(self, psi, prior, job_mask, hist_psi, hist_prior, hist_job_mask, hist_affinity, hist_valid):
         """Per decision, from `features`: `psi f32[N, L]`, `prior f32[N, M]`, `job_mask bool[N]`, the
         history's `hist_psi f32[τ, N, L]`, `hist_prior f32[τ, N, M]`, `hist_job_mask`, `hist_affinity`,
         `hist_valid` → `(mu f32[N, M], var f32[N])`; with a leading `[T]` on every input, T decisions."""
@@ -478,6 +559,20 @@ class RWGPHead(nn.Module):
             return _padded_rows(mu, var, job_mask)
 
         args = (psi, prior, job_mask, hist_psi, hist_prior, hist_job_mask, hist_affinity, hist_valid)
+        return one(*args) if psi.ndim == 2 else jax.vmap(one)(*args)
+
+    def posterior_from_stats(self, psi, prior, job_mask, gram, cross):
+        """`posterior` from the history's summed GP stats (`RWGPStats.total`, or a selection of per-
+        observation `decision_stats`): `psi f32[N, L]`, `prior f32[N, M]`, `job_mask bool[N]`, `gram
+        f32[L, L]`, `cross f32[L, M]` → `(mu f32[N, M], var f32[N])`; a leading `[T]` on every input for T
+        decisions. Always the L × L system (equal to the τN × τN one up to rounding)."""
+        noise = self._noise()
+
+        def one(psi, prior, job_mask, gram, cross):
+            mu, var = gp_predict_stats(gram, cross, psi, prior, noise, self.jitter, self.var_floor)
+            return _padded_rows(mu, var, job_mask)
+
+        args = (psi, prior, job_mask, gram, cross)
         return one(*args) if psi.ndim == 2 else jax.vmap(one)(*args)
 
     def __call__(
