@@ -14,6 +14,7 @@ import argparse
 import json
 
 from jaxsched.agents.das import DASAgent, DASAgentConfig
+from jaxsched.core.threads import single_threaded_blas
 from jaxsched.experiments.throughput import default_gpu_cloud_setup, measure_mappo
 
 
@@ -28,6 +29,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--json", default=None)
     a = p.parse_args()
+    single_threaded_blas()  # as the CLI trains (core/threads.py)
     env, params = default_gpu_cloud_setup(a.cluster, max_forward_events=2)
     records = []
     for variant in a.variants.split(","):

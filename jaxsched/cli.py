@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from jaxsched.core.threads import single_threaded_blas
+
 
 def _add_train(sub) -> None:
     p = sub.add_parser("train", help="train the learner(s) of a YAML config (its `kind:` picks the system)")
@@ -228,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    single_threaded_blas()  # before any LAPACK kernel runs (core/threads.py)
     try:
         return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError) as err:

@@ -14,6 +14,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 
+# One BLAS thread (jaxsched/core/threads.py): jax's CPU LAPACK kernels run on scipy's OpenBLAS, whose
+# busy-waiting threads slow them ~10x beside XLA's pool — worse with two xdist workers on two cores. Set
+# before numpy or scipy load their library here, and inherited by the notebooks' kernels.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # One persistent XLA compilation cache for the session, its xdist workers and every process they start
 # (the CLI, the notebooks' kernels, the 8-device sharding run): the same programs, compiled in several
 # test files and processes, are otherwise compiled once per process. Set before any test imports jax;
