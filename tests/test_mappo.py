@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from jaxsched.agents.das import DASAgent, DASAgentConfig
+from jaxsched.agents.imitation import imitation_loss, imitation_loss_by_env
 from jaxsched.agents.mappo import MAPPO, MAPPOConfig, MAPPOTransition, gae
 from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudConfig, GPUCloudEnv
 from jaxsched.workloads.ddl import V100_MACHINE, drop_too_large, generate_pai_like
@@ -147,6 +148,38 @@ def test_cached_rollout_acts_as_the_per_call_actor():
         a, b = (jax.jit(functools.partial(episode, mp=mp))(jax.random.key(5)) for mp in (m, plain))
         for name in a:
             np.testing.assert_allclose(a[name], b[name], rtol=1e-5, err_msg=name)
+
+
+def test_imitation_loss_by_env_equals_per_call():
+    """The warm start's whole-env loss (`imitation_loss_by_env`: `imitation_error_sequence`, each
+    observation encoded once, the RWGP's prior from the same pass) is the per-call `imitation_loss`, value
+    and gradient, on a DAgger-style rollout of the learner that starts with a history and ends episodes."""
+    m = setup("das")
+    assert m.by_env
+    runner = jax.jit(m.init)(jax.random.key(4))
+    rollout = jax.jit(m.rollout)
+    for i in range(6):
+        start = runner.carry
+        runner, traj, _ = rollout(runner, jax.random.key(30 + i))
+        if bool(start.valid.any()) and bool(traj.done.any()):
+            break
+    else:
+        pytest.fail("no rollout with a history at its start and an episode end")
+    targets = jnp.cumsum(traj.reward[::-1], axis=0)[::-1]  # any critic targets: both losses share them
+    stats = jnp.zeros((3,), jnp.float32)
+    env_major = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731
+    by_env = jax.tree.map(env_major, (traj, targets))
+    flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), by_env)
+
+    def value_grad(loss, *batch):
+        return jax.jit(jax.value_and_grad(lambda p: loss(m, p, stats, *batch), has_aux=True))(runner.params)
+
+    (loss_a, aux_a), grad_a = value_grad(imitation_loss_by_env, *by_env, start)
+    (loss_b, aux_b), grad_b = value_grad(imitation_loss, *flat)
+    np.testing.assert_allclose(loss_a, loss_b, rtol=1e-4)
+    np.testing.assert_allclose(aux_a["imitation_mean_mse"], aux_b["imitation_mean_mse"], rtol=1e-4)
+    for a, b in zip(jax.tree.leaves(grad_a), jax.tree.leaves(grad_b), strict=True):
+        np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-4 * float(jnp.abs(b).max()) + 1e-6)
 
 
 def test_gae_does_not_discount_continuation_calls():

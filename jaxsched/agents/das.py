@@ -226,8 +226,9 @@ class DASActor(nn.Module):
         return self._policy(prio_mu, prio_std, aff_mu, aff_std, groups, place_mask)
 
     def sequence(
-        self, obs: GPUCloudObs, history: RWGPHistory, start: RWGPHistory, affinity: jax.Array
-    ) -> DASPolicy:
+        self, obs: GPUCloudObs, history: RWGPHistory, start: RWGPHistory, affinity: jax.Array,
+        with_prior: bool = False,
+    ) -> DASPolicy:  # fmt: skip
         """The policies `[T]` of T consecutive calls of one env (`obs`, `history` `[T]`: what each call saw;
         `affinity f32[T, N, M]` the rows each call sampled, which its decision pushed), `start` the history
         before the first: equal to `__call__` on each (RWGP placement only), up to rounding.
@@ -236,7 +237,8 @@ class DASActor(nn.Module):
         decision. Here the table of `start`'s τ observations and the T calls' is encoded once, each
         observation's GP stats (`decision_stats`: ΨᵀΨ, Ψᵀr over its N jobs) computed once, and each
         decision's history stats are a sum of τ of them — one `[T, τ + T] × [τ + T, L·L]` matmul by the
-        slots' selection (`history_rows`)."""
+        slots' selection (`history_rows`). `with_prior`: also the calls' prior means `f32[T, N, M]` (the
+        posterior mean with the history cleared), as `(policy, prior)`."""
         cfg = self.config
         if cfg.placement != "rwgp":
             raise ValueError(f"DASActor.sequence is for the RWGP placement, not {cfg.placement!r}")
@@ -261,7 +263,8 @@ class DASActor(nn.Module):
         )
         prio_mu, prio_std = self._priority(obs, job_emb[tau:])
         groups = jnp.broadcast_to(jnp.arange(obs.job_mask.shape[-1], dtype=jnp.int32), obs.job_mask.shape)
-        return self._policy(prio_mu, prio_std, aff_mu, jnp.sqrt(aff_var), groups, obs.job_mask)
+        policy = self._policy(prio_mu, prio_std, aff_mu, jnp.sqrt(aff_var), groups, obs.job_mask)
+        return (policy, prior[tau:]) if with_prior else policy
 
     def history_stats(self, history: RWGPHistory) -> RWGPStats:
         """The GP stats of each slot of one env's history (`RWGPStats`), its τ observations encoded with
@@ -467,8 +470,34 @@ class DASAgent:
                         log_std_target: float):  # fmt: skip
         """`(fit, mean_err)` for one call: the mean squared error of the learned (greedy) means to the
         teacher's `label`, and `fit` = that plus `(log σ − log_std_target)²` of every learned Gaussian."""
-        cfg = self.config
         pol = self.distribution(params, obs, history)
+        prior = None
+        if self.config.placement == "rwgp":
+            # The greedy RWGP's history holds its own means, so its posterior mean is its prior mean
+            # (tests/test_imitation.py::test_greedy_rwgp_posterior_mean_is_its_prior_mean): fit the
+            # prior, the mean with the history cleared. The σ stays the posterior's (with no history
+            # it is the kernel's constant 1), hence the second pass.
+            prior = self.distribution(params, obs, history.clear()).aff_mu
+        return self._imitation_terms(pol, prior, obs, label, log_std_target)
+
+    def imitation_error_sequence(
+        self, params, obs: GPUCloudObs, history: RWGPHistory, action: GPUCloudAction, start: RWGPHistory,
+        label: GPUCloudAction, log_std_target: float,
+    ):  # fmt: skip
+        """`imitation_error` of T consecutive calls of one env (`[T]` inputs, `action` what each call
+        did, `start` the history before the first) → `(f32[T], f32[T])`, through `DASActor.sequence`:
+        each observation encoded once, the prior means from the same pass (RWGP placement only)."""
+        pol, prior = self.actor.apply(
+            params, obs, history, start, action.affinity, True, method=DASActor.sequence
+        )
+        prior = jnp.where(obs.job_mask[..., None], prior, 0.0)  # as the posterior with no history
+        terms = lambda p, pr, o, lab: self._imitation_terms(p, pr, o, lab, log_std_target)  # noqa: E731
+        return jax.vmap(terms)(pol, prior, obs, label)
+
+    def _imitation_terms(self, pol: DASPolicy, aff_prior, obs: GPUCloudObs, label: GPUCloudAction,
+                         log_std_target: float):  # fmt: skip
+        """`(fit, mean_err)` of one call's policy; `aff_prior f32[N, M]` the RWGP's fitted mean."""
+        cfg = self.config
         mean_err, std_err = jnp.float32(0.0), jnp.float32(0.0)
         if cfg.learns_ordering:
             mask = obs.job_mask
@@ -477,13 +506,7 @@ class DASAgent:
         if cfg.learns_placement:
             rows = pol.place_mask
             every = jnp.broadcast_to(rows[:, None], label.affinity.shape)
-            aff_mu = pol.aff_mu
-            if cfg.placement == "rwgp":
-                # The greedy RWGP's history holds its own means, so its posterior mean is its prior mean
-                # (tests/test_imitation.py::test_greedy_rwgp_posterior_mean_is_its_prior_mean): fit the
-                # prior, the mean with the history cleared. The σ stays the posterior's (with no history
-                # it is the kernel's constant 1), hence the second pass.
-                aff_mu = self.distribution(params, obs, history.clear()).aff_mu
+            aff_mu = pol.aff_mu if aff_prior is None else aff_prior
             mean_err += masked_mean(jnp.square(aff_mu - label.affinity), every)
             std_err += masked_mean(jnp.square(jnp.log(pol.aff_std) - log_std_target), rows)
         return mean_err + std_err, mean_err

@@ -12,6 +12,10 @@ Gaussians' means and σ):
 
     agent.teacher(name) -> label(obs) -> action
     agent.imitation_error(params, obs, carry, label, log_std_target) -> (fit, mean_err)   # one call
+
+and, for an actor whose carry is a history (MAPPO's `sequence_carry`: whole-env minibatches),
+
+    agent.imitation_error_sequence(params, obs, carry, action, start, label, log_std_target)  # [T] calls
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ def imitation_loss(mappo, params, value_stats, batch, value_targets):
     """The agent's `imitation_error` (the fit of its actors to the teacher's label, computed here on each
     observation, so it holds whether the teacher or the learner acted) averaged over the decision calls,
     plus the critic's clipped error to the λ-returns of whoever acted (weighted by `vf_coef`). `batch`
-    is a `MAPPOTransition` minibatch."""
+    is a `MAPPOTransition` minibatch of calls `[B]`."""
     cfg = mappo.config
     log_std_target = jnp.log(cfg.imitation_std)
     teacher = mappo.agent.teacher(cfg.imitation_teacher)
@@ -36,6 +40,29 @@ def imitation_loss(mappo, params, value_stats, batch, value_targets):
         return mappo.agent.imitation_error(params["actor"], obs, carry, teacher(obs), log_std_target)
 
     per_call, mean_err = jax.vmap(one)(batch.obs, batch.carry)
+    return _imitation_terms(mappo, params, value_stats, batch, value_targets, per_call, mean_err)
+
+
+def imitation_loss_by_env(mappo, params, value_stats, batch, value_targets, start):
+    """`imitation_loss` of a minibatch of whole envs (`[E, T]`, `start` the carries before the rollout
+    `[E]`), through the agent's `imitation_error_sequence` (an actor whose carry is a history: MAPPO's
+    `sequence_carry`), which encodes each observation once."""
+    cfg = mappo.config
+    teacher = jax.vmap(jax.vmap(mappo.agent.teacher(cfg.imitation_teacher)))
+    error = jax.vmap(mappo.agent.imitation_error_sequence, in_axes=(None, 0, 0, 0, 0, 0, None))
+    per_call, mean_err = error(
+        params["actor"], batch.obs, batch.carry, batch.action, start, teacher(batch.obs),
+        jnp.log(cfg.imitation_std),
+    )  # fmt: skip
+    n = value_targets.size
+    flat = lambda x: x.reshape((n,) + x.shape[2:])  # noqa: E731
+    batch, value_targets, per_call, mean_err = jax.tree.map(flat, (batch, value_targets, per_call, mean_err))
+    return _imitation_terms(mappo, params, value_stats, batch, value_targets, per_call, mean_err)
+
+
+def _imitation_terms(mappo, params, value_stats, batch, value_targets, per_call, mean_err):
+    """The loss and its metrics from each call's `(fit f32[B], mean_err f32[B])`."""
+    cfg = mappo.config
     d = batch.decision.astype(jnp.float32)
     n = jnp.maximum(d.sum(), 1.0)
     actor = (per_call * d).sum() / n
@@ -79,13 +106,19 @@ def pretrain(mappo, runner):
         key, k_roll, k_perm = jax.random.split(key, 3)
         # The critic's values in the rollout come from the target; keep it equal to the trained one.
         runner = runner.replace(target=runner.params)
+        start = runner.carry
         runner, traj, _ = mappo.rollout(runner, k_roll, act=acting(u >= teacher_updates))
         _, targets = gae(traj, cfg.gamma, cfg.gae_lambda)
         value_stats = update_value_stats(runner.value_stats, targets)
-        flat = flatten_steps((traj, targets), cfg.num_envs * cfg.num_steps)
-        loss = lambda p, b: imitation_loss(mappo, p, value_stats, *b)  # noqa: E731
+        if mappo.by_env:  # whole envs with their start carries, as MAPPO's update takes them
+            env_major = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731
+            batch = (*jax.tree.map(env_major, (traj, targets)), start)
+            loss = lambda p, b: imitation_loss_by_env(mappo, p, value_stats, *b)  # noqa: E731
+        else:
+            batch = flatten_steps((traj, targets), cfg.num_envs * cfg.num_steps)
+            loss = lambda p, b: imitation_loss(mappo, p, value_stats, *b)  # noqa: E731
         (params, opt_state), aux = sgd_epochs(
-            loss, opt, runner.params, opt_state, flat, k_perm, cfg.update_epochs, cfg.num_minibatches
+            loss, opt, runner.params, opt_state, batch, k_perm, cfg.update_epochs, cfg.num_minibatches
         )
         runner = runner.replace(params=params, value_stats=value_stats, key=jax.random.key_data(key))
         return (runner, opt_state), {k: v.mean() for k, v in aux.items()}
