@@ -243,14 +243,10 @@ class DASActor(nn.Module):
         if cfg.placement != "rwgp":
             raise ValueError(f"DASActor.sequence is for the RWGP placement, not {cfg.placement!r}")
         tau = start.tau
-        machines, start_machines = obs.machines, start.mach_obs
-        if cfg.machine_index:
-            machines, start_machines = with_machine_index(machines), with_machine_index(start_machines)
         jobs = jnp.concatenate([start.job_obs, obs.jobs])  # [τ + T, N, u]
         masks = jnp.concatenate([start.job_mask, obs.job_mask])
-        table_machines = jnp.concatenate([start_machines, machines])
-        job_emb, _ = self.ordering(jobs, masks, table_machines)
-        psi, prior = self.rwgp.features(job_emb, table_machines)  # [τ + T, N, L], [τ + T, N, M]
+        machines = jnp.concatenate([start.mach_obs, obs.machines])
+        job_emb, psi, prior = self._encode(jobs, masks, machines)  # [τ + T, N, ...]
         # Row τ + c holds call c's observation; its slot (if call c decided) holds call c's sampled rows.
         gram, cross = decision_stats(psi, prior, masks, jnp.concatenate([start.affinity, affinity]))
         rows = history_rows(history, start)  # [T, τ]
@@ -266,14 +262,20 @@ class DASActor(nn.Module):
         policy = self._policy(prio_mu, prio_std, aff_mu, jnp.sqrt(aff_var), groups, obs.job_mask)
         return (policy, prior[tau:]) if with_prior else policy
 
+    def _encode(self, jobs, masks, machines):
+        """Observations `[U]` through the ordering encoder and the RWGP's per-observation features (machine
+        ids appended first when configured) → `(job_emb f32[U, N, e], psi f32[U, N, L], prior
+        f32[U, N, M])`."""
+        if self.config.machine_index:
+            machines = with_machine_index(machines)
+        job_emb, _ = self.ordering(jobs, masks, machines)
+        psi, prior = self.rwgp.features(job_emb, machines)
+        return job_emb, psi, prior
+
     def history_stats(self, history: RWGPHistory) -> RWGPStats:
         """The GP stats of each slot of one env's history (`RWGPStats`), its τ observations encoded with
         these parameters (RWGP placement only): what `cached` needs in place of the history."""
-        machines = history.mach_obs
-        if self.config.machine_index:
-            machines = with_machine_index(machines)
-        job_emb, _ = self.ordering(history.job_obs, history.job_mask, machines)
-        psi, prior = self.rwgp.features(job_emb, machines)  # [τ, N, L], [τ, N, M]
+        _, psi, prior = self._encode(history.job_obs, history.job_mask, history.mach_obs)  # [τ, N, ...]
         return RWGPStats(*decision_stats(psi, prior, history.job_mask, history.affinity))
 
     def cached(self, obs: GPUCloudObs, history: RWGPHistory, stats: RWGPStats):
@@ -284,9 +286,7 @@ class DASActor(nn.Module):
         cfg = self.config
         if cfg.placement != "rwgp":
             raise ValueError(f"DASActor.cached is for the RWGP placement, not {cfg.placement!r}")
-        machines = with_machine_index(obs.machines) if cfg.machine_index else obs.machines
-        job_emb, _ = self.ordering(obs.jobs[None], obs.job_mask[None], machines[None])
-        psi, prior = self.rwgp.features(job_emb, machines[None])
+        job_emb, psi, prior = self._encode(obs.jobs[None], obs.job_mask[None], obs.machines[None])
         psi, prior = psi[0], prior[0]
         hist_gram, hist_cross = stats.total(history.valid)
         aff_mu, aff_var = self.rwgp.posterior_from_stats(psi, prior, obs.job_mask, hist_gram, hist_cross)
