@@ -70,6 +70,37 @@ def test_runs_cli_errors_name_the_option(tmp_path, capsys):
     from jaxsched.cli import main
 
     assert main(["table", "das", "--config", str(QUICK), "--latency", "--runs", str(tmp_path)]) != 0
-    assert "--runs stacks stored results only" in capsys.readouterr().err
+    assert "--latency does not depend on the weights" in capsys.readouterr().err
     assert main(["table", "das", "--config", str(QUICK), "--runs", str(tmp_path / "missing")]) != 0
     assert "--runs: no such run directory" in capsys.readouterr().err
+
+
+def test_load_levels_stack_the_runs_by_training_seed(cfg, tmp_path, monkeypatch):
+    """App. E over runs: each run's actor is evaluated at each load and the blocks stack in seed order."""
+    from jaxsched.systems.das import train as das_train
+
+    heuristic = {"fifo_firstfit": {"avg_jct_min": np.array([[10.0, 20.0]])}}
+    monkeypatch.setattr(das_table, "build_for_eval", lambda cfg: (None, None, _Params(), [0, 1]))
+    monkeypatch.setattr(das_table, "heuristic_rows", lambda cfg, built, load_scale: heuristic)
+    run_seed = {}
+    for seed, root in ((0, "main"), (2, "b"), (1, "a")):
+        run_seed[fake_run(tmp_path / root, cfg, "das", seed, [[1, 2]])] = seed
+    actor_of = lambda rcfg, v, env, p: (run_seed[rcfg.run_dir], {})  # noqa: E731  the run's seed as its actor
+    monkeypatch.setattr(das_train, "evaluated_actor_params", actor_of)
+    monkeypatch.setattr(
+        das_train, "evaluate_learned",
+        lambda rcfg, v, actor, env, params, starts: {"avg_jct_min": np.array([[actor, params.load_scale]])},
+    )  # fmt: skip
+    runs = [tmp_path / "b" / cfg.name, tmp_path / "a" / cfg.name]
+    levels = das_table.load_level_rows(cfg, [0.5, 2.0], ["das"], runs=runs)
+    np.testing.assert_array_equal(levels[2.0]["das"]["avg_jct_min"], [[0, 2.0], [1, 2.0], [2, 2.0]])
+    np.testing.assert_array_equal(levels[0.5]["fifo_firstfit"]["avg_jct_min"], [[10, 20]])
+
+
+class _Params:
+    load_scale = 1.0
+
+    def replace(self, load_scale):
+        p = _Params()
+        p.load_scale = float(load_scale)
+        return p

@@ -226,3 +226,27 @@ def test_significance_picks_the_best_baseline():
     jct = next(t for t in best if t["metric"] == "avg_jct_min")
     assert jct["diff"] == -10 and jct["w_plus"] == 0 and jct["p"] == 2 / 2**12
     assert {t["versus"] for t in tests} == {"drf_firstfit", "rifling"}
+
+
+def test_claims_verdicts_pair_by_episode():
+    from jaxsched.systems.das.table import claims
+
+    rng = np.random.default_rng(0)
+    ep = rng.uniform(500, 1500, size=8)  # 8 test episodes
+    rows = {
+        "fifo_firstfit": {"avg_jct_min": np.tile(ep + 40, (3, 1))},  # repeated per DAS seed
+        "das": {"avg_jct_min": ep + rng.normal(0, 1, size=(3, 8))},  # 3 seeds, ~40 below FIFO-FirstFit
+        "da_mc": {"avg_jct_min": ep + rng.normal(0, 30, size=(2, 8))},  # 2 seeds: pairs by episode
+        "da_rwgp": {"avg_jct_min": (ep - 40)[None]},  # below DA+MC everywhere: the claim reversed
+        "da": {"avg_jct_min": np.tile(ep, (1, 1))[:, :6]},  # other episodes: cannot pair
+        "dl2": None,
+    }
+    got = {(c["lower"], c["higher"]): c for c in claims(rows, "small", n_sim=100)}
+    ff = got[("das", "fifo_firstfit")]
+    assert ff["verdict"] == "reproduced" and ff["p"] == 2 / 2**8 and ff["pairs"] == 8
+    assert ff["diff"] == pytest.approx(-40, abs=1.5)
+    assert ff["paper_relative"] == pytest.approx(638.046 / 720.228 - 1)
+    assert ff["power"] == 1.0  # 8 pairs with noise ±1 find the paper's −11 % gap every time
+    assert got[("da_mc", "da_rwgp")]["verdict"] == "not reproduced"
+    assert got[("da_rwgp", "da")]["verdict"] == "not run" and got[("das", "dl2")]["verdict"] == "not run"
+    assert got[("das", "da_mc")]["verdict"] == "undecided" and got[("das", "da_mc")]["p"] >= 0.05

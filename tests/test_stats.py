@@ -48,3 +48,32 @@ def test_no_difference_and_bad_shapes():
     assert wilcoxon_signed_rank([1, 2], [1, 2])["p"] == 1.0
     with pytest.raises(ValueError, match="same size"):
         wilcoxon_signed_rank([1, 2], [1])
+
+
+def test_power_bounds_and_monotone():
+    from jaxsched.experiments.stats import wilcoxon_power
+
+    rng = np.random.default_rng(0)
+    noise = rng.normal(0.0, 1.0, size=32)
+    # A shift of 5 noise-sds is found every time; none only at the test's size; power grows with the shift.
+    assert wilcoxon_power(noise, 5.0, n_sim=200) == 1.0
+    assert wilcoxon_power(noise, -5.0, n_sim=200) == 1.0
+    size = wilcoxon_power(noise, 0.0, n_sim=400)
+    assert size <= 0.05  # sign(mean) must match the (zero) shift's: never, so 0 here
+    mid = wilcoxon_power(noise, 0.4, n_sim=400)
+    assert 0.2 < mid < 0.9 and mid < wilcoxon_power(noise, 0.8, n_sim=400)
+    # Five pairs cannot reach p < 0.05 (the smallest p is 2/32): power 0 whatever the shift.
+    assert wilcoxon_power(noise[:5], 100.0, n_sim=50) == 0.0
+    with pytest.raises(ValueError, match="alpha"):
+        wilcoxon_power(noise, 1.0, alpha=1.5)
+
+
+def test_claim_verdicts():
+    from jaxsched.experiments.stats import claim_verdict
+
+    lo, hi = [1, 2, 3, 4, 5, 6], [2, 4, 6, 8, 10, 12]
+    c = claim_verdict(lo, hi)
+    assert c["verdict"] == "reproduced" and c["p"] == pytest.approx(2 / 64) and c["diff"] == -3.5
+    assert c["relative"] == pytest.approx(21 / 42 - 1) and c["pairs"] == 6
+    assert claim_verdict(hi, lo)["verdict"] == "not reproduced"
+    assert claim_verdict(lo[:4], hi[:4])["verdict"] == "undecided"  # 4 pairs: p ≥ 2/16

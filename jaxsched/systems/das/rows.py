@@ -105,22 +105,28 @@ def _training_seed(cfg: DASConfig, variant_dir: Path) -> int:
     return saved["seed"]
 
 
+def runs_by_seed(cfg: DASConfig, run_dirs, variant: str) -> list[tuple[int, Path, dict]]:
+    """`[(training seed, run dir, eval results)]` of every run directory where `variant` was evaluated,
+    each checked to be `cfg`'s recipe, in order of training seed (a seed twice is an error)."""
+    by_seed: dict[int, tuple[Path, dict]] = {}
+    for d in map(Path, run_dirs):
+        row = _read_eval(d / variant / EVAL_FILE)
+        if row is None:
+            continue
+        seed = _training_seed(cfg, d / variant)
+        if seed in by_seed:
+            first = by_seed[seed][0]
+            raise ValueError(f"--runs: {label(variant)} has training seed {seed} twice: {first} and {d}")
+        by_seed[seed] = (d, row)
+    return [(s, *by_seed[s]) for s in sorted(by_seed)]
+
+
 def stacked_learned_rows(cfg: DASConfig, run_dirs) -> dict:
     """`{variant: {metric: [K·S, E]} or None}`: each variant's `eval.json` from every run directory that
     has one, checked to be `cfg`'s recipe and stacked in order of training seed (K of them)."""
     out = {}
     for v in LEARNED_ORDER:
-        by_seed: dict[int, tuple[Path, dict]] = {}
-        for d in run_dirs:
-            row = _read_eval(d / v / EVAL_FILE)
-            if row is None:
-                continue
-            seed = _training_seed(cfg, d / v)
-            if seed in by_seed:
-                first = by_seed[seed][0]
-                raise ValueError(f"--runs: {label(v)} has training seed {seed} twice: {first} and {d}")
-            by_seed[seed] = (d, row)
-        blocks = [by_seed[s][1] for s in sorted(by_seed)]
+        blocks = [row for _, _, row in runs_by_seed(cfg, run_dirs, v)]
         out[v] = {k: np.concatenate([b[k] for b in blocks]) for k in blocks[0]} if blocks else None
     return out
 

@@ -21,6 +21,9 @@ test pairs jobs; with per-episode averages the smallest attainable p is 2 / 2^(s
 seed, as on a CPU). Every run's seed slot i sees the same evaluation keys, so a learned row stacks one
 [S, E] block per training seed, and the heuristic and planner rows, evaluated once, repeat their block
 once per training seed of DAS (of the most-trained variant when DAS has none): the pairs stay pairs.
+With `--loads`, each run's selected actor is evaluated again at each load and stacked the same way.
+Below Table 3 every claim of the paper's §5.2 (DAS below each baseline, the ablation order, DAS below DL²
+and RIFLING) gets a verdict from a test paired by episode, with its power against the paper's gap.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import numpy as np
 
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
 from jaxsched.agents.das import PRESETS
-from jaxsched.experiments.stats import wilcoxon_signed_rank
+from jaxsched.experiments.stats import claim_verdict, wilcoxon_power, wilcoxon_signed_rank
 from jaxsched.experiments.throughput import median_time
 from jaxsched.policies.gpu_cloud import make_heuristic
 from jaxsched.systems.das.config import CLUSTER_SIZES, DASConfig, load_das_config
@@ -49,6 +52,7 @@ from jaxsched.systems.das.rows import (
     evaluate_planner,
     heuristic_rows,
     label,
+    runs_by_seed,
 )
 
 HELP = "the DAS paper's tables (1, 3, App. E, F) from trained runs and freshly evaluated baselines"
@@ -150,29 +154,94 @@ def significance_lines(tests: list[dict], target: str = "das") -> list[str]:
     return out
 
 
+# ---- the paper's claims ------------------------------------------------------------------------------
+# Table 1's claims (§5.2), as (lower, higher) JCT pairs: DAS below every baseline that was run, the
+# ablation order DAS < DA+MC < DA+RWGP < DA, and DAS below the learned baselines DL² and RIFLING.
+ABLATION_ORDER = ("das", "da_mc", "da_rwgp", "da")
+
+
+def claim_pairs(rows: dict) -> list[tuple[str, str]]:
+    heuristics = [n for n in rows if n not in PRESETS]  # heuristics and planners
+    ladder = list(zip(ABLATION_ORDER[:-1], ABLATION_ORDER[1:], strict=True))
+    learned = [("das", "dl2"), ("das", "rifling")]
+    return list(dict.fromkeys([*(("das", h) for h in heuristics), *ladder, *learned]))
+
+
+def claims(rows: dict, cluster: str, alpha: float = 0.05, n_sim: int = 1000) -> list[dict]:
+    """Each claim of `claim_pairs`: `lower` has a lower average JCT than `higher` on the test episodes.
+    Paired by test episode (each row's mean over its seeds, so learned rows with different seed counts
+    still pair), the exact Wilcoxon test, and the test's power against the paper's relative gap
+    (`stats.wilcoxon_power`). Verdict: reproduced (p < alpha, lower mean), not reproduced (p < alpha,
+    higher), undecided (p ≥ alpha); "not run" when a row is missing."""
+    out = []
+    for lower, higher in claim_pairs(rows):
+        rec = {"lower": lower, "higher": higher}
+        a, b = rows.get(lower), rows.get(higher)
+        if a is None or b is None or a["avg_jct_min"].shape[1] != b["avg_jct_min"].shape[1]:
+            out.append({**rec, "verdict": "not run"})
+            continue
+        ea, eb = a["avg_jct_min"].mean(axis=0), b["avg_jct_min"].mean(axis=0)  # [E] per episode
+        paper = PAPER_TABLE1.get(lower, {}).get(cluster), PAPER_TABLE1.get(higher, {}).get(cluster)
+        paper_rel = None if None in paper else paper[0][0] / paper[1][0] - 1.0
+        power = None if paper_rel is None else wilcoxon_power(ea - eb, paper_rel * eb.mean(), alpha, n_sim)
+        out.append({**rec, **claim_verdict(ea, eb, alpha), "paper_relative": paper_rel, "power": power})
+    return out
+
+
+def claim_lines(results: list[dict]) -> list[str]:
+    out = [
+        "| claim | ours: mean difference (min) | ours | paper | episodes | p | power at the paper's gap "
+        "| verdict |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for c in results:
+        what = f"{label(c['lower'])} < {label(c['higher'])}"
+        if c["verdict"] == "not run":
+            out.append(f"| {what} | | | | | | | not run |")
+            continue
+        paper = "" if c["paper_relative"] is None else f"{100 * c['paper_relative']:+.1f} %"
+        power = "" if c["power"] is None else f"{c['power']:.2f}"
+        out.append(
+            f"| {what} | {c['diff']:+,.1f} | {100 * c['relative']:+.1f} % | {paper} | {c['pairs']} | "
+            f"{c['p']:.2g} | {power} | {c['verdict']} |"
+        )
+    return out
+
+
 # ---- App. E: load levels ------------------------------------------------------------------------------
-def load_level_rows(cfg: DASConfig, loads, variants) -> dict:
+def load_level_rows(cfg: DASConfig, loads, variants, runs=()) -> dict:
     """`{load: {name: {metric: [S, E]}}}`: the heuristics and every trained variant of `variants` on the
-    test episodes with the arrival rate × load (the agents were trained at load 1)."""
+    test episodes with the arrival rate × load (the agents were trained at load 1). `runs`: more run
+    directories of `cfg`'s recipe (as for Table 1); a variant's actors from each, stacked by training seed."""
     from jaxsched.experiments.train import CHECKPOINT_DIR
     from jaxsched.systems.das.train import evaluate_learned, evaluated_actor_params, run_dir_of
 
     built = build_for_eval(cfg)
     env, train_params, test_params, starts = built
-    actors = {}
+    actors = {}  # variant -> [(its run's config, actor [S, ...])] in order of training seed
     for v in variants:
-        try:
-            actors[v], _ = evaluated_actor_params(cfg, v, env, train_params)
-        except FileNotFoundError as e:
-            if (run_dir_of(cfg, v) / CHECKPOINT_DIR).exists():  # trained, but nothing to evaluate
-                print(f"{VARIANT_LABELS[v]} left out of the load levels: {e}")
-            continue
+        if runs:
+            run_cfgs = [
+                cfg.replace(out_dir=str(d.parent), name=d.name)
+                for _, d, _ in runs_by_seed(cfg, [cfg.run_dir, *map(Path, runs)], v)
+            ]
+        else:
+            run_cfgs = [cfg]
+        for rcfg in run_cfgs:
+            try:
+                actor, _ = evaluated_actor_params(rcfg, v, env, train_params)
+            except FileNotFoundError as e:
+                if (run_dir_of(rcfg, v) / CHECKPOINT_DIR).exists():  # trained, but nothing to evaluate
+                    print(f"{VARIANT_LABELS[v]} of {rcfg.run_dir} left out of the load levels: {e}")
+                continue
+            actors.setdefault(v, []).append((rcfg, actor))
     out = {}
     for load in loads:
         rows = dict(heuristic_rows(cfg, built, load_scale=load))
         params = test_params.replace(load_scale=jnp.float32(load))
-        for v, actor in actors.items():
-            rows[v] = evaluate_learned(cfg, v, actor, env, params, starts)
+        for v, found in actors.items():
+            blocks = [evaluate_learned(rcfg, v, actor, env, params, starts) for rcfg, actor in found]
+            rows[v] = {k: np.concatenate([b[k] for b in blocks]) for k in blocks[0]}
         out[load] = rows
     return out
 
@@ -274,8 +343,8 @@ def run_from_args(args) -> int:
     loads = _parse_list(args.loads, float, None, "--loads")
     if any(x <= 0 for x in loads):
         raise ValueError(f"--loads must be positive multipliers, got {loads}")
-    if args.runs and (loads or args.latency):
-        raise ValueError("--runs stacks stored results only: run --loads and --latency without it")
+    if args.runs and args.latency:
+        raise ValueError("--latency does not depend on the weights: run it without --runs")
     if args.config is not None:
         if not Path(args.config).is_file():
             raise FileNotFoundError(f"--config: no such file: {args.config}")
@@ -309,6 +378,9 @@ def run_from_args(args) -> int:
         )
         lines = [title, "", *table1_lines(rows, cluster), "", "Wilcoxon signed-rank tests:", "",
                  *significance_lines(tests)]  # fmt: skip
+        verdicts = claims(rows, cluster)
+        lines += ["", "The paper's claims (paired by test episode, seeds averaged; α = 0.05):", "",
+                  *claim_lines(verdicts)]  # fmt: skip
         if args.runs:
             note = (
                 f"Learned rows stack {1 + len(args.runs)} run directories by training seed; the heuristic "
@@ -322,10 +394,11 @@ def run_from_args(args) -> int:
                 for n, r in rows.items()
             },
             "wilcoxon": tests,
+            "claims": verdicts,
         }
         learned = [v for v in PRESETS if rows.get(v) is not None]
         if loads:
-            levels = load_level_rows(cfg, loads, learned)
+            levels = load_level_rows(cfg, loads, learned, runs=args.runs)
             lines += ["", "Load levels (App. E; trained at ×1):", "", *load_level_lines(levels)]
             rec["loads"] = {str(x): {n: _plain(r) for n, r in lv.items()} for x, lv in levels.items()}
         if args.latency:

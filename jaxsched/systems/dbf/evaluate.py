@@ -8,7 +8,8 @@ or with `eval.select: validation` the seed's best on the validation episodes) in
 (`env.window` slots, `env.tail` of them from the tail), and the heuristics (`eval.baselines`: a score name,
 `_easy` for EASY back-filling) in a head-only window of `eval.baseline_window` slots. All seeds run in
 one compiled program, all heuristics in another. The agent's mean ± std is over seeds × episodes, a
-heuristic's over episodes; `per_seed` lists the agent's per-seed means (a heuristic's single mean).
+heuristic's over episodes; `per_seed` lists the agent's per-seed means (a heuristic's single mean),
+`per_episode` each episode's mean over seeds.
 """
 
 from __future__ import annotations
@@ -56,9 +57,15 @@ def load_policy_params(cfg: DBFConfig, checkpoint_dir, env, env_params):
 
 
 def _stats(values: np.ndarray) -> dict:
-    """`values` `[seeds, episodes]` → mean/std over all, per-seed means."""
+    """`values` `[seeds, episodes]` → mean/std over all, per-seed means, per-episode means over seeds
+    (every policy sees the same episodes: `per_episode` pairs them for the report's tests)."""
     v = np.asarray(values, np.float64)
-    return {"mean": float(v.mean()), "std": float(v.std()), "per_seed": [float(x) for x in v.mean(axis=1)]}
+    return {
+        "mean": float(v.mean()),
+        "std": float(v.std()),
+        "per_seed": [float(x) for x in v.mean(axis=1)],
+        "per_episode": [float(x) for x in v.mean(axis=0)],
+    }
 
 
 def eval_run(cfg: DBFConfig, checkpoint_dir=None, episodes: int | None = None, json_path=None) -> dict:
