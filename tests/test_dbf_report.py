@@ -45,12 +45,12 @@ def test_report_names_a_run_without_results(tmp_path, capsys):
 def test_report_marks_the_papers_claims_paired_by_episode(tmp_path):
     from pathlib import Path
 
-    from jaxsched.systems.dbf.report import _run, split_claims, split_report
+    from jaxsched.systems.dbf.report import NO_PAIRS, _run, split_claims, split_report
 
     a = _fake_run(tmp_path, "split", 1, [100.0, 200.0, 300.0])
     b = _fake_run(tmp_path, "head", 0, [400.0, 400.0, 400.0])
     before = split_claims([_run(Path(a)), _run(Path(b))])  # evaluated before per-episode values existed
-    assert {c["verdict"] for c in before} == {"no pairs"} and len(before) == 4  # 2 claims × 2 metrics
+    assert {c["verdict"] for c in before} == {NO_PAIRS} and len(before) == 4  # 2 claims × 2 metrics
     # per-episode values (8 episodes) for both agents and SJF + EASY
     for run, agent_waits in ((a, range(10, 18)), (b, range(30, 38))):
         path = Path(run) / "eval.json"

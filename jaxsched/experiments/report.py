@@ -7,6 +7,7 @@ import json
 from rich.console import Console
 from rich.table import Table
 
+from jaxsched.experiments.stats import VERDICTS
 from jaxsched.experiments.system import Metric
 
 DASH = "—"  # a cell with no number (not run, not trained)
@@ -50,3 +51,22 @@ def machine_line() -> tuple[str, dict]:
         f"{info['platform']} ({info['device']})."
     )
     return line, info
+
+
+def claim_table_lines(
+    claims: list[dict], describe, before=(), after=(), diff_header="mean difference"
+) -> list[str]:
+    """Markdown rows for claims of `stats.claim_verdict` (`{diff, relative, pairs, p, verdict}` plus the
+    caller's keys): `describe(claim)` names it; `before` / `after` are `(header, claim -> cell)` columns
+    around the test's. A claim whose verdict is not a test's (e.g. "not run") gets empty test cells."""
+    heads = [h for h, _ in before] + [diff_header, "relative", "pairs", "p"] + [h for h, _ in after]
+    out = ["| claim | " + " | ".join(heads) + " | verdict |", "|---|" + "---:|" * len(heads) + "---|"]
+    for c in claims:
+        cells = [fn(c) for _, fn in before]
+        if c["verdict"] in VERDICTS:
+            cells += [f"{c['diff']:+,.1f}", f"{100 * c['relative']:+.1f} %", str(c["pairs"]), f"{c['p']:.2g}"]
+            cells += [fn(c) for _, fn in after]
+        else:
+            cells += [""] * (4 + len(after))
+        out.append(f"| {describe(c)} | " + " | ".join(cells) + f" | {c['verdict']} |")
+    return out

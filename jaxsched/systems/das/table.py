@@ -38,6 +38,7 @@ import numpy as np
 
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
 from jaxsched.agents.das import PRESETS
+from jaxsched.experiments.report import claim_table_lines
 from jaxsched.experiments.stats import claim_verdict, wilcoxon_power, wilcoxon_signed_rank
 from jaxsched.experiments.throughput import median_time
 from jaxsched.policies.gpu_cloud import make_heuristic
@@ -189,23 +190,16 @@ def claims(rows: dict, cluster: str, alpha: float = 0.05, n_sim: int = 1000) -> 
 
 
 def claim_lines(results: list[dict]) -> list[str]:
-    out = [
-        "| claim | ours: mean difference (min) | ours | paper | episodes | p | power at the paper's gap "
-        "| verdict |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for c in results:
-        what = f"{label(c['lower'])} < {label(c['higher'])}"
-        if c["verdict"] == "not run":
-            out.append(f"| {what} | | | | | | | not run |")
-            continue
-        paper = "" if c["paper_relative"] is None else f"{100 * c['paper_relative']:+.1f} %"
-        power = "" if c["power"] is None else f"{c['power']:.2f}"
-        out.append(
-            f"| {what} | {c['diff']:+,.1f} | {100 * c['relative']:+.1f} % | {paper} | {c['pairs']} | "
-            f"{c['p']:.2g} | {power} | {c['verdict']} |"
-        )
-    return out
+    def paper(c):
+        return "" if c["paper_relative"] is None else f"{100 * c['paper_relative']:+.1f} %"
+
+    def power(c):
+        return "" if c["power"] is None else f"{c['power']:.2f}"
+
+    return claim_table_lines(
+        results, lambda c: f"{label(c['lower'])} < {label(c['higher'])}",
+        after=(("paper", paper), ("power at the paper's gap", power)), diff_header="mean difference (min)",
+    )  # fmt: skip
 
 
 # ---- App. E: load levels ------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import numpy as np
 
 from jaxsched.experiments.config import load_yaml
 from jaxsched.experiments.plots import plot_split_sweep
+from jaxsched.experiments.report import claim_table_lines
 from jaxsched.experiments.stats import claim_verdict
 from jaxsched.systems.dbf.config import dbf_config_from_dict
 from jaxsched.systems.dbf.metrics import HPC_METRICS
@@ -76,6 +77,7 @@ def split_report(run_dirs, out_dir) -> str:
     return table
 
 
+NO_PAIRS = "no per-episode values: re-run eval"
 CLAIM_METRICS = ("avg_wait", "avg_queue_len")  # the paper's Fig. 4 and 5 claims are on waits and queues
 
 
@@ -87,7 +89,7 @@ def split_claims(runs) -> list[dict]:
     """The paper's claims on these runs, per metric of `CLAIM_METRICS`, paired by held-out episode
     (`per_episode`, each agent's mean over its seeds): a split window beats the head-only window of the
     same size (§IV-D), and DBF with a split window beats each back-filling heuristic (§IV-C). A pair
-    whose results have no `per_episode` (evaluated before it was stored) is listed as "no pairs"."""
+    whose results have no `per_episode` (evaluated before it was stored) gets the verdict `NO_PAIRS`."""
     split = [(cfg, r) for cfg, r in runs if cfg.env.tail > 0]
     head = {cfg.env.window: (cfg, r) for cfg, r in runs if cfg.env.tail == 0}
     pairs = []
@@ -104,30 +106,18 @@ def split_claims(runs) -> list[dict]:
             rec = {"lower": lower, "higher": higher, "metric": metric}
             ea, eb = a[metric].get("per_episode"), b[metric].get("per_episode")
             if ea is None or eb is None or len(ea) != len(eb):
-                out.append({**rec, "verdict": "no pairs"})
+                out.append({**rec, "verdict": NO_PAIRS})
             else:
                 out.append({**rec, **claim_verdict(ea, eb)})
     return out
 
 
 def claim_lines(claims: list[dict]) -> list[str]:
-    out = [
-        "The paper's claims, paired by held-out episode (agents averaged over seeds; exact Wilcoxon, "
-        "α = 0.05):",
-        "",
-        "| claim | metric | mean difference | relative | episodes | p | verdict |",
-        "|---|---|---:|---:|---:|---:|---|",
-    ]
-    for c in claims:
-        what = f"{c['lower']} < {c['higher']}"
-        if c["verdict"] == "no pairs":
-            out.append(f"| {what} | {c['metric']} | | | | | no per-episode values: re-run `eval` |")
-            continue
-        out.append(
-            f"| {what} | {c['metric']} | {c['diff']:+,.1f} | {100 * c['relative']:+.1f} % | {c['pairs']} | "
-            f"{c['p']:.2g} | {c['verdict']} |"
-        )
-    return out
+    head = "The paper's claims, paired by held-out episode (agents: mean over seeds; exact Wilcoxon, α 0.05)"
+    rows = claim_table_lines(
+        claims, lambda c: f"{c['lower']} < {c['higher']}", before=(("metric", lambda c: c["metric"]),)
+    )
+    return [head, "", *rows]
 
 
 def add_arguments(parser) -> None:
