@@ -77,3 +77,13 @@ def test_claim_verdicts():
     assert c["relative"] == pytest.approx(21 / 42 - 1) and c["pairs"] == 6
     assert claim_verdict(hi, lo)["verdict"] == "not reproduced"
     assert claim_verdict(lo[:4], hi[:4])["verdict"] == "undecided"  # 4 pairs: p ≥ 2/16
+
+
+def test_power_sharpens_only_an_undecided_verdict():
+    from jaxsched.experiments.stats import verdict_with_power
+
+    sharp = verdict_with_power({"verdict": "undecided"}, 0.93)
+    assert sharp == "not reproduced (no difference at power 0.93)"
+    assert verdict_with_power({"verdict": "undecided"}, 0.5) == "undecided"
+    assert verdict_with_power({"verdict": "undecided"}, None) == "undecided"
+    assert verdict_with_power({"verdict": "reproduced"}, 0.99) == "reproduced"

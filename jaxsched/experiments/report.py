@@ -7,7 +7,6 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from jaxsched.experiments.stats import VERDICTS
 from jaxsched.experiments.system import Metric
 
 DASH = "—"  # a cell with no number (not run, not trained)
@@ -58,12 +57,12 @@ def claim_table_lines(
 ) -> list[str]:
     """Markdown rows for claims of `stats.claim_verdict` (`{diff, relative, pairs, p, verdict}` plus the
     caller's keys): `describe(claim)` names it; `before` / `after` are `(header, claim -> cell)` columns
-    around the test's. A claim whose verdict is not a test's (e.g. "not run") gets empty test cells."""
+    around the test's. A claim without a test (e.g. "not run") gets empty test cells."""
     heads = [h for h, _ in before] + [diff_header, "relative", "pairs", "p"] + [h for h, _ in after]
     out = ["| claim | " + " | ".join(heads) + " | verdict |", "|---|" + "---:|" * len(heads) + "---|"]
     for c in claims:
         cells = [fn(c) for _, fn in before]
-        if c["verdict"] in VERDICTS:
+        if "p" in c:
             cells += [f"{c['diff']:+,.1f}", f"{100 * c['relative']:+.1f} %", str(c["pairs"]), f"{c['p']:.2g}"]
             cells += [fn(c) for _, fn in after]
         else:

@@ -76,7 +76,7 @@ def wilcoxon_power(diffs, shift: float, alpha: float = 0.05, n_sim: int = 1000, 
     return hits / n_sim
 
 
-VERDICTS = ("reproduced", "not reproduced", "undecided")
+DECISIVE_POWER = 0.8  # a test this likely to find the claimed gap, finding none, rejects the claim
 
 
 def claim_verdict(lower, higher, alpha: float = 0.05) -> dict:
@@ -93,6 +93,15 @@ def claim_verdict(lower, higher, alpha: float = 0.05) -> dict:
         verdict = "reproduced" if diff < 0 else "not reproduced"
     relative = float(a.mean() / b.mean() - 1.0) if b.mean() != 0 else float("nan")
     return {"diff": diff, "relative": relative, "pairs": int(a.size), "p": test["p"], "verdict": verdict}
+
+
+def verdict_with_power(claim: dict, power: float | None, threshold: float = DECISIVE_POWER) -> str:
+    """`claim_verdict`'s verdict, sharpened by the test's power against the claimed gap: an undecided
+    claim whose test had at least `threshold` power to find that gap is not reproduced (no difference
+    where the claimed one would have shown)."""
+    if claim["verdict"] == "undecided" and power is not None and power >= threshold:
+        return f"not reproduced (no difference at power {power:.2f})"
+    return claim["verdict"]
 
 
 def run_stats(values) -> dict:

@@ -39,7 +39,12 @@ import numpy as np
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
 from jaxsched.agents.das import PRESETS
 from jaxsched.experiments.report import claim_table_lines
-from jaxsched.experiments.stats import claim_verdict, wilcoxon_power, wilcoxon_signed_rank
+from jaxsched.experiments.stats import (
+    claim_verdict,
+    verdict_with_power,
+    wilcoxon_power,
+    wilcoxon_signed_rank,
+)
 from jaxsched.experiments.throughput import median_time
 from jaxsched.policies.gpu_cloud import make_heuristic
 from jaxsched.systems.das.config import CLUSTER_SIZES, DASConfig, load_das_config
@@ -173,7 +178,8 @@ def claims(rows: dict, cluster: str, alpha: float = 0.05, n_sim: int = 1000) -> 
     Paired by test episode (each row's mean over its seeds, so learned rows with different seed counts
     still pair), the exact Wilcoxon test, and the test's power against the paper's relative gap
     (`stats.wilcoxon_power`). Verdict: reproduced (p < alpha, lower mean), not reproduced (p < alpha,
-    higher), undecided (p ≥ alpha); "not run" when a row is missing."""
+    higher; or p ≥ alpha where the test had `stats.DECISIVE_POWER` to find the paper's gap), undecided
+    (p ≥ alpha, less power); "not run" when a row is missing."""
     out = []
     for lower, higher in claim_pairs(rows):
         rec = {"lower": lower, "higher": higher}
@@ -185,7 +191,9 @@ def claims(rows: dict, cluster: str, alpha: float = 0.05, n_sim: int = 1000) -> 
         paper = PAPER_TABLE1.get(lower, {}).get(cluster), PAPER_TABLE1.get(higher, {}).get(cluster)
         paper_rel = None if None in paper else paper[0][0] / paper[1][0] - 1.0
         power = None if paper_rel is None else wilcoxon_power(ea - eb, paper_rel * eb.mean(), alpha, n_sim)
-        out.append({**rec, **claim_verdict(ea, eb, alpha), "paper_relative": paper_rel, "power": power})
+        claim = claim_verdict(ea, eb, alpha)
+        claim["verdict"] = verdict_with_power(claim, power)
+        out.append({**rec, **claim, "paper_relative": paper_rel, "power": power})
     return out
 
 
