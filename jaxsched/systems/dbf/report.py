@@ -68,8 +68,7 @@ def split_report(run_dirs, out_dir) -> str:
         if name == "agent":
             continue
         cells = [f"{entry[k]['mean']:{fmt}} ± {entry[k]['std']:{fmt}}" for k, _, fmt, _ in HPC_METRICS]
-        label = name.replace("_easy", " + easy").upper()  # fcfs_easy -> FCFS + EASY
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append(f"| {_baseline_label(name)} | " + " | ".join(cells) + " |")
     lines += ["", *claim_lines(split_claims(runs))]
     table = "\n".join(lines) + "\n"
     (out / "table.md").write_text(table)
@@ -79,6 +78,10 @@ def split_report(run_dirs, out_dir) -> str:
 
 NO_PAIRS = "no per-episode values: re-run eval"
 CLAIM_METRICS = ("avg_wait", "avg_queue_len")  # the paper's Fig. 4 and 5 claims are on waits and queues
+
+
+def _baseline_label(name: str) -> str:
+    return name.replace("_easy", " + easy").upper()  # fcfs_easy -> FCFS + EASY
 
 
 def _run_label(cfg) -> str:
@@ -99,7 +102,7 @@ def split_claims(runs) -> list[dict]:
             pairs.append((_run_label(cfg), r["agent"], _run_label(hcfg), hr["agent"]))
         for name, entry in r.items():
             if name.endswith("_easy"):
-                pairs.append((_run_label(cfg), r["agent"], name.replace("_easy", " + easy").upper(), entry))
+                pairs.append((_run_label(cfg), r["agent"], _baseline_label(name), entry))
     out = []
     for lower, a, higher, b in pairs:
         for metric in CLAIM_METRICS:
