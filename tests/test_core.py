@@ -1,12 +1,15 @@
-"""Unit tests of the shared primitives: queue, resource pool, spaces, heuristic scores."""
+"""Unit tests of the shared primitives: queue, resource pool, exact wide sums, spaces, heuristic scores."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from jaxsched.core import cluster, queue
+from jaxsched.core import cluster, queue, wideint
 from jaxsched.core.spaces import Box, Discrete, MultiDiscrete
+from jaxsched.core.wideint import MAX_FACTOR
 from jaxsched.policies.scores import SCORES, best_index, score
 
 
@@ -116,3 +119,26 @@ def test_best_index_ties_by_submit_then_position_and_none_valid():
 def test_unknown_score_names_the_choices():
     with pytest.raises(ValueError, match="unknown heuristic score 'nope'"):
         score("nope", 0, 1, 1, 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2**31 - 1), st.integers(0, MAX_FACTOR - 1), st.booleans()),
+        max_size=40,
+    )
+)
+def test_wideint_sums_are_python_integers(ops):
+    """A running sum of `+ v·k` and `- v` (kept non-negative) equals Python's exact integer, limbs stay
+    normalised, and the float32 view is within one unit in the last place."""
+    value, exact = wideint.zeros(), 0
+    for v, k, subtract in ops:
+        if subtract and v <= exact:
+            value, exact = wideint.sub(value, wideint.from_int(jnp.int32(v))), exact - v
+        elif exact + v * k < 2 ** (wideint.BITS * wideint.LIMBS):
+            value, exact = wideint.add(value, wideint.scale(jnp.int32(v), jnp.int32(k))), exact + v * k
+        limbs = np.asarray(value).tolist()
+        assert sum(x << (wideint.BITS * i) for i, x in enumerate(limbs)) == exact
+        assert all(0 <= x <= wideint.MASK for x in limbs)
+        f = float(wideint.to_float(value))
+        assert abs(f - exact) <= np.spacing(np.float32(exact)), (f, exact)

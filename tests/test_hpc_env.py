@@ -592,3 +592,25 @@ def test_make_params_rejects_bad_workloads():
     with pytest.raises(ValueError):
         env.make_params(ok, starts=[0, 2], ends=[3, 2], episode_jobs=1)  # empty window
     env.make_params(ok, episode_jobs=3)  # the same trace is fine
+
+
+def test_waiting_time_stays_exact_past_float32_integers():
+    """W(t), the reward's waiting term, is kept as an exact integer (`core.wideint`) and rounded once. A
+    machine held by one 2·10^9-s job and 300 arrivals 10^5 s apart, always Fwd: W passes 2^31 (and
+    float32's exact integers, 2^24, early on); the env's `w_now` is the float64 sum of the waits within one
+    float32 rounding at every step (a float32 running or re-summed total drifts further)."""
+    n = 301
+    submit = np.arange(n) * 100_000
+    env = HPCEnv(HPCConfig(n_cores=2, window_head=2, window_tail=1, queue_capacity=512))
+    wl = make_workload(submit, [2_000_000_000] + [10] * (n - 1), [2] * n)
+    params = env.make_params(wl, starts=[0], episode_jobs=n)
+    step = jax.jit(env.step_env)
+    obs, state = jax.jit(env.reset)(KEY0, params)
+    obs, state, *_ = step(KEY0, state, jnp.int32(0), params)  # job 0 takes the machine
+    fwd = jnp.int32(env.fwd_action)
+    for _ in range(n - 1):
+        obs, state, *_ = step(KEY0, state, fwd, params)
+        t, queued = int(state.t), np.asarray(state.q_job)[: int(state.q_len)]
+        exact = float(np.sum(t - submit[queued], dtype=np.float64))
+        assert float(state.w_now) == pytest.approx(exact, rel=2.0**-23, abs=0.0)
+    assert exact > 2**31

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxsched.core import cluster, queue
+from jaxsched.core import cluster, queue, wideint
 from jaxsched.core.checks import at_least
 from jaxsched.core.env import Environment
 from jaxsched.core.metrics import bounded_slowdown, per_job, slowdown
@@ -70,6 +70,11 @@ class HPCConfig:
         at_least(self, "HPCConfig", ("window_head", "window_tail"), low=0)
         if self.window_size < 1:
             raise ValueError("HPCConfig.window_head + window_tail must be >= 1")
+        if self.queue_capacity >= wideint.MAX_FACTOR:
+            raise ValueError(
+                f"HPCConfig.queue_capacity must be below {wideint.MAX_FACTOR} (the exact waiting-time sum "
+                f"multiplies it by a time step), got {self.queue_capacity}"
+            )
         if self.window_size > self.queue_capacity:
             raise ValueError(
                 f"HPCConfig.queue_capacity ({self.queue_capacity}) must be >= the window size "
@@ -91,6 +96,7 @@ class HPCParams:
     """
 
     bank: Workload
+    jobs: jnp.ndarray  # i32[J, 4]: the bank's (cores, req_time, run, submit) rows, one gather per slot
     starts: jnp.ndarray  # i32[S]
     ends: jnp.ndarray  # i32[S]
     episode_jobs: jnp.ndarray  # i32: K placed jobs end the episode (paper §IV-A: 1,000)
@@ -108,9 +114,10 @@ class HPCState:
     t0: jnp.ndarray  # i32 episode start time
     core_end: jnp.ndarray  # i32[N] actual end of the job on each core (<= t: free)
     core_req_end: jnp.ndarray  # i32[N] requested end of that job (for σ)
+    # The queue holds bank indices only: a job's submit time and size are the bank's, read for the window
+    # slots, and the two sums over the whole queue are running totals (`w_exact`, `q_load`), so that a
+    # step rewrites one `[Q]` array instead of three.
     q_job: jnp.ndarray  # i32[Q] bank index of each queued job, arrival order, -1 empty
-    q_submit: jnp.ndarray  # i32[Q] their submit times
-    q_load: jnp.ndarray  # f32[Q] their cores·requested time (for the queued part of the job load)
     q_len: jnp.ndarray  # i32
     next_job: jnp.ndarray  # i32 bank index of the next arrival
     end_job: jnp.ndarray  # i32 arrivals stop here
@@ -118,11 +125,13 @@ class HPCState:
     steps: jnp.ndarray  # i32 decisions this episode
     l_max: jnp.ndarray  # f32 running max of L
     w_max: jnp.ndarray  # f32 running max of W
-    w_now: jnp.ndarray  # f32 W(t): total waiting time of queued jobs now
+    w_now: jnp.ndarray  # f32 W(t): total waiting time of queued jobs now (`w_exact` rounded)
+    w_exact: jnp.ndarray  # i32[3] W(t) exactly (core.wideint): updated by + L·dt and - wait, never re-summed
+    q_load: jnp.ndarray  # f32 Σ cores·requested time of the queued jobs (0 whenever the queue is empty)
     sum_wait: jnp.ndarray  # f32 Σ wait of placed jobs
     sum_bsld: jnp.ndarray  # f32 Σ bounded slowdown (10 s) of placed jobs
     sum_sld: jnp.ndarray  # f32 Σ slowdown of placed jobs
-    sum_load: jnp.ndarray  # f32 Σ wait·cores·req_time of placed jobs
+    job_load: jnp.ndarray  # f32 Σ wait·cores·req_time over every arrived job, queued ones up to now
     area_queue: jnp.ndarray  # f32 ∫ L dt
     area_busy: jnp.ndarray  # f32 ∫ busy cores dt
     overflow: jnp.ndarray  # i32 arrivals refused by a full queue
@@ -206,6 +215,7 @@ class HPCEnv(Environment[HPCState, HPCParams]):
             max_steps = 50 * episode_jobs + 1000
         return HPCParams(
             bank=bank,
+            jobs=jnp.stack([bank.cores, bank.req_time, bank.run, bank.submit], axis=-1).astype(jnp.int32),
             starts=jnp.asarray(starts),
             ends=jnp.asarray(ends),
             episode_jobs=jnp.int32(episode_jobs),
@@ -228,16 +238,12 @@ class HPCEnv(Environment[HPCState, HPCParams]):
         t = params.bank.submit[start]
         zero_f = jnp.float32(0.0)
         q_job = jnp.full((cfg.queue_capacity,), -1, jnp.int32).at[0].set(start)
-        q_submit = jnp.zeros((cfg.queue_capacity,), jnp.int32).at[0].set(t)
-        q_load = jnp.zeros((cfg.queue_capacity,), jnp.float32).at[0].set(_job_load(params.bank, start))
         state = HPCState(
             t=t,
             t0=t,
             core_end=jnp.zeros((cfg.n_cores,), jnp.int32),
             core_req_end=jnp.zeros((cfg.n_cores,), jnp.int32),
             q_job=q_job,
-            q_submit=q_submit,
-            q_load=q_load,
             q_len=jnp.int32(1),
             next_job=start + 1,
             end_job=params.ends[s],
@@ -246,10 +252,12 @@ class HPCEnv(Environment[HPCState, HPCParams]):
             l_max=jnp.float32(1.0),
             w_max=zero_f,
             w_now=zero_f,
+            w_exact=wideint.zeros(),
+            q_load=_job_load(params.bank, start),
             sum_wait=zero_f,
             sum_bsld=zero_f,
             sum_sld=zero_f,
-            sum_load=zero_f,
+            job_load=zero_f,
             area_queue=zero_f,
             area_busy=zero_f,
             overflow=jnp.int32(0),
@@ -259,15 +267,17 @@ class HPCEnv(Environment[HPCState, HPCParams]):
         return self.observe(state, params), state
 
     def _window(self, state: HPCState, params: HPCParams):
-        """Slots → (queue positions, present, bank job ids, cores, req_time, submit), each `[M]`."""
+        """Slots → (queue positions, present, bank job ids, cores, req_time, submit), each `[M]`.
+
+        The head slots read the queue's first positions as a static slice and the job fields come from
+        one gather of packed rows: gathers are the costly part of a batched step on the CPU."""
         cfg = self.config
         pos, present = queue.split_window(state.q_len, cfg.window_head, cfg.window_tail)
-        job = jnp.where(present, state.q_job[pos], 0)
-        bank = params.bank
-        cores = jnp.where(present, bank.cores[job], 0)
-        req = jnp.where(present, bank.req_time[job], 0)
-        submit = jnp.where(present, state.q_submit[pos], 0)
-        return pos, present, job, cores, req, submit
+        tail_job = state.q_job[pos[cfg.window_head :]]
+        job = jnp.where(present, jnp.concatenate([state.q_job[: cfg.window_head], tail_job]), 0)
+        row = jnp.where(present[:, None], params.jobs[job], 0)
+        submit = row[:, 3]
+        return pos, present, job, row[:, 0], row[:, 1], submit
 
     def step_env(self, key, state: HPCState, action, params: HPCParams):
         cfg = self.config
@@ -290,10 +300,9 @@ class HPCEnv(Environment[HPCState, HPCParams]):
         core_end, _, core_req_end = cluster.allocate(
             state.core_end, t, c, t + run, place, (state.core_req_end, t + req[slot])
         )
-        q_after_pick, q_len = queue.remove_at(
-            (state.q_job, state.q_submit, state.q_load), state.q_len, pos[slot], (-1, 0, 0.0), place
-        )
-        wait = (t - submit[slot]).astype(jnp.float32)
+        q_job, q_len = queue.remove_at(state.q_job, state.q_len, pos[slot], -1, place)
+        wait_s = t - submit[slot]  # i32 seconds
+        wait = wait_s.astype(jnp.float32)
         run_f = run.astype(jnp.float32)
         placed_f = place.astype(jnp.float32)
 
@@ -318,22 +327,24 @@ class HPCEnv(Environment[HPCState, HPCParams]):
             penalty = (t_next - t).astype(jnp.float32) * rate / params.episode_jobs.astype(jnp.float32)
         reward = jnp.where(forward, -penalty, 0.0).astype(jnp.float32)
         admit = forward & has_arrival & (t_arrival <= t_next)
-        (q_job, q_submit, q_load), q_len, overflowed = queue.push(
-            q_after_pick, q_len, (state.next_job, t_arrival, _job_load(bank, next_idx)), admit
-        )
+        q_job, q_len, overflowed = queue.push(q_job, q_len, state.next_job, admit)
         dt = (t_next - t).astype(jnp.float32)
 
         # ---- bookkeeping: W(t) of the new state, running maxima, metric accumulators -------------
-        live = queue.live_mask(cfg.queue_capacity, q_len)
-        w_now = jnp.sum(jnp.where(live, (t_next - q_submit).astype(jnp.float32), 0.0))
+        # W(t') = W(t) + L·(t' - t) on a move, W(t) - wait on a pick; an arrival adds 0 (it arrives at t').
+        w_exact = wideint.sub(
+            wideint.add(state.w_exact, wideint.scale(t_next - t, jnp.where(forward, state.q_len, 0))),
+            wideint.from_int(jnp.where(place, wait_s, 0)),
+        )
+        w_now = wideint.to_float(w_exact)
+        load_in = jnp.where(admit & ~overflowed, _job_load(bank, next_idx), 0.0)
+        q_load = jnp.where(q_len > 0, state.q_load - placed_f * _job_load(bank, j) + load_in, 0.0)
         l_new = q_len.astype(jnp.float32)
         new_state = state.replace(
             t=t_next,
             core_end=core_end,
             core_req_end=core_req_end,
             q_job=q_job,
-            q_submit=q_submit,
-            q_load=q_load,
             q_len=q_len,
             next_job=state.next_job + admit.astype(jnp.int32),
             placed=state.placed + place.astype(jnp.int32),
@@ -341,10 +352,13 @@ class HPCEnv(Environment[HPCState, HPCParams]):
             l_max=jnp.maximum(state.l_max, l_new),
             w_max=jnp.maximum(state.w_max, w_now),
             w_now=w_now,
+            w_exact=w_exact,
+            q_load=q_load,
             sum_wait=state.sum_wait + placed_f * wait,
             sum_bsld=state.sum_bsld + placed_f * bounded_slowdown(wait, run_f),
             sum_sld=state.sum_sld + placed_f * slowdown(wait, run_f),
-            sum_load=state.sum_load + placed_f * wait * c.astype(jnp.float32) * req[slot].astype(jnp.float32),
+            # a pick moves the job's wait·load from the queued part to the placed part: no change
+            job_load=state.job_load + dt * state.q_load,
             area_queue=state.area_queue + dt * l_now,
             area_busy=state.area_busy + dt * busy.astype(jnp.float32),
             overflow=state.overflow + overflowed.astype(jnp.int32),
@@ -409,9 +423,6 @@ class HPCEnv(Environment[HPCState, HPCParams]):
         (10 s bound) and slowdown over placed jobs.
         """
         cfg = self.config
-        live = queue.live_mask(cfg.queue_capacity, state.q_len)
-        q_wait = jnp.where(live, (state.t - state.q_submit).astype(jnp.float32), 0.0)
-        q_load = jnp.sum(q_wait * state.q_load)
         arrived = state.placed + state.q_len
         elapsed = (state.t - state.t0).astype(jnp.float32)
         per_time = lambda x: jnp.where(elapsed > 0, x / jnp.maximum(elapsed, 1e-9), 0.0)
@@ -419,7 +430,7 @@ class HPCEnv(Environment[HPCState, HPCParams]):
             "avg_wait": per_job(state.sum_wait + state.w_now, arrived),
             "avg_queue_len": per_time(state.area_queue),
             "utilization": per_time(state.area_busy) / cfg.n_cores,
-            "avg_job_load": per_time(state.sum_load + q_load),
+            "avg_job_load": per_time(state.job_load),
             "avg_bsld": per_job(state.sum_bsld, state.placed),
             "avg_slowdown": per_job(state.sum_sld, state.placed),
             "placed": state.placed,
