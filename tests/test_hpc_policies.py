@@ -219,3 +219,30 @@ def test_easy_early_finish_on_reference():
 def test_easy_early_finish_on_env():
     starts, _, _ = run_env(EARLY_CONFIG, EARLY_JOBS, "fcfs", True)
     assert starts == EARLY_STARTS
+
+
+def test_held_out_evaluation_plays_each_window_once():
+    """`spread_windows` picks distinct windows (all of them, in order, when there are as many episodes),
+    refuses more episodes than windows, and `evaluate_policies(..., windows)` plays window `w` whatever the
+    key: the FCFS episode of each window equals the env restricted to that window alone."""
+    from jaxsched.experiments.evaluate import evaluate_policies, pinned_window, run_episode, spread_windows
+
+    np.testing.assert_array_equal(spread_windows(5, 5), np.arange(5))
+    assert len(set(spread_windows(100, 7).tolist())) == 7 and spread_windows(100, 7)[-1] == 99
+    with pytest.raises(ValueError, match=r"eval.episodes must be in 1..3 .* got 4"):
+        spread_windows(3, 4)
+    env = HPCEnv(CONFIG)
+    params = env.make_params(
+        make_workload(JOBS["submit"], JOBS["run"], JOBS["cores"], req_time=JOBS["req_time"]),
+        starts=[0, 1, 2],
+        episode_jobs=3,
+    )
+    fcfs = make_priority_policy(env, "fcfs")
+    windows = np.array([2, 0, 2, 1])
+    keys = jax.random.split(KEY0, len(windows))  # different keys: the window must not depend on them
+    got = evaluate_policies(env, params, {"fcfs": fcfs}, keys, windows)["fcfs"]["avg_wait"]
+    alone = [
+        float(run_episode(env, pinned_window(params, w), fcfs, None, KEY0)["avg_wait"]) for w in range(3)
+    ]
+    np.testing.assert_array_equal(got, np.array(alone, np.float32)[windows])
+    assert len(set(alone)) == 3  # the three windows differ, so a wrong window would show

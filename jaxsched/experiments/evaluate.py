@@ -3,6 +3,9 @@ episodes and collect the env's end-of-episode metrics.
 
 Episodes run through `core.episode.run_episode` (one jitted `lax.while_loop`), `vmap`ped over episode
 keys: the same keys give every policy the same episodes (the reset draws the workload window from the key).
+Held-out evaluations pin the windows instead (`pinned_window`, `spread_windows`): keys drawn at random
+repeat windows (32 keys over 32 windows hit about 20 of them), which would count one window as several
+pairs in a paired test.
 """
 
 from __future__ import annotations
@@ -28,6 +31,23 @@ def eval_episode_keys(seed: int, episodes: int) -> jax.Array:
     return jax.vmap(lambda e: jax.random.fold_in(root, e))(jnp.arange(episodes))
 
 
+def pinned_window(params, window):
+    """Env params with episode windows (`starts`, `ends`: `[S]`) restricted to window `window`, so that the
+    reset always plays it."""
+    return params.replace(starts=params.starts[window][None], ends=params.ends[window][None])
+
+
+def spread_windows(n_windows: int, episodes: int) -> np.ndarray:
+    """`i32[episodes]`: distinct windows of `0 .. n_windows-1`, evenly spread (all of them, in order, when
+    `episodes == n_windows`). A held-out episode is played once: more episodes than windows is an error."""
+    if not 1 <= episodes <= n_windows:
+        raise ValueError(
+            f"eval.episodes must be in 1..{n_windows} (the held-out windows; each is played once), "
+            f"got {episodes}"
+        )
+    return np.round(np.linspace(0, n_windows - 1, episodes)).astype(np.int32)
+
+
 def evaluate_policy(env, env_params, policy, keys: jax.Array, policy_params=None) -> dict[str, np.ndarray]:
     """Metrics of one episode per key, as numpy arrays `[num_keys]`."""
     fn = jax.jit(jax.vmap(lambda k: run_episode(env, env_params, policy, policy_params, k)))
@@ -39,11 +59,14 @@ def summarize(per_episode: dict[str, np.ndarray]) -> dict[str, tuple[float, floa
     return {k: (float(np.mean(v)), float(np.std(v))) for k, v in per_episode.items()}
 
 
-def evaluate_policies(env, env_params, policies: dict, keys: jax.Array) -> dict[str, dict[str, np.ndarray]]:
+def evaluate_policies(
+    env, env_params, policies: dict, keys: jax.Array, windows=None
+) -> dict[str, dict[str, np.ndarray]]:
     """Several parameter-free policies (heuristics) on the same episodes, compiled as one program.
 
     The policies become branches of one `lax.switch`, `vmap`ped over (policy, episode): one compile
-    instead of one per policy. Returns `{policy name: {metric: [num_keys]}}`.
+    instead of one per policy. With `windows` (`i32[num_keys]`), episode `i` plays window `windows[i]`
+    (`pinned_window`) with key `keys[i]`. Returns `{policy name: {metric: [num_keys]}}`.
     """
     names = list(policies)
     branches = [lambda obs, k, p=policies[n]: p(None, obs, k) for n in names]
@@ -51,9 +74,12 @@ def evaluate_policies(env, env_params, policies: dict, keys: jax.Array) -> dict[
     def switched(index, obs, key):
         return jax.lax.switch(index, branches, obs, key)
 
-    def one(index, key):
-        return run_episode(env, env_params, lambda _, obs, k: switched(index, obs, k), None, key)
+    def one(index, key, window):
+        params = env_params if window is None else pinned_window(env_params, window)
+        return run_episode(env, params, lambda _, obs, k: switched(index, obs, k), None, key)
 
-    fn = jax.jit(jax.vmap(jax.vmap(one, in_axes=(None, 0)), in_axes=(0, None)))
-    out = fn(jnp.arange(len(names)), keys)
+    windows = None if windows is None else jnp.asarray(windows, jnp.int32)
+    axis = None if windows is None else 0
+    fn = jax.jit(jax.vmap(jax.vmap(one, in_axes=(None, 0, axis)), in_axes=(0, None, None)))
+    out = fn(jnp.arange(len(names)), keys, windows)
     return {n: {k: np.asarray(v[i]) for k, v in out.items()} for i, n in enumerate(names)}

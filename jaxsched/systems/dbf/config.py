@@ -195,6 +195,11 @@ class DBFConfig(ExperimentConfig):
                     f"workload.jobs_per_episode ({w.jobs_per_episode}) must be >= env.episode_jobs "
                     f"({self.env.episode_jobs}): an episode places episode_jobs jobs from one bank episode"
                 )
+            if self.eval.episodes > w.test_episodes:
+                raise ValueError(
+                    f"eval.episodes ({self.eval.episodes}) must be <= workload.test_episodes "
+                    f"({w.test_episodes}): each held-out episode is played once"
+                )
             try:
                 self.lublin_config()
             except ValueError as e:

@@ -2,8 +2,9 @@
 
     results = eval_run(cfg, "runs/dbf_m10_9_1")   # prints a table, writes runs/dbf_m10_9_1/eval.json
 
-Every policy plays the same `eval.episodes` episodes (the same episode keys, hence the same held-out
-workload windows): each seed's learned policy (greedy unless `eval.greedy: false`; the last checkpoint's,
+Every policy plays the same `eval.episodes` held-out workload windows, each once (`spread_windows`: all
+of the test bank's windows when `eval.episodes` equals their number, as in the shipped configs): each
+seed's learned policy (greedy unless `eval.greedy: false`; the last checkpoint's,
 or with `eval.select: validation` the seed's best on the validation episodes) in the trained env
 (`env.window` slots, `env.tail` of them from the tail), and the heuristics (`eval.baselines`: a score name,
 `_easy` for EASY back-filling) in a head-only window of `eval.baseline_window` slots. All seeds run in
@@ -22,7 +23,7 @@ import numpy as np
 
 from jaxsched.agents.dbf import dbf_env
 from jaxsched.experiments.config import EVAL_TAG, purpose_key
-from jaxsched.experiments.evaluate import evaluate_policies
+from jaxsched.experiments.evaluate import evaluate_policies, spread_windows
 from jaxsched.experiments.report import print_metric_table, write_json
 from jaxsched.experiments.select import restore_selected
 from jaxsched.experiments.sharding import seed_sharding, shard_seeds
@@ -73,16 +74,17 @@ def eval_run(cfg: DBFConfig, checkpoint_dir=None, episodes: int | None = None, j
     baselines on the held-out test workload (module docstring). Returns `{policy: {metric: {"mean",
     "std", "per_seed"}}}`, also written to `json_path` (default `<run dir>/eval.json`)."""
     episodes = cfg.eval.episodes if episodes is None else int(episodes)
-    if episodes < 1:
-        raise ValueError(f"episodes must be >= 1, got {episodes}")
     env, train_params, test_params, _ = build_run(cfg)
+    windows = spread_windows(int(test_params.starts.shape[0]), episodes)
     keys = jax.random.split(purpose_key(cfg.eval.seed, EVAL_TAG), episodes)
     results: dict[str, dict] = {}
     step = None
     if checkpoint_dir is not None:
         policy_params, step = load_policy_params(cfg, checkpoint_dir, env, train_params)
         policy_params = shard_seeds(policy_params, seed_sharding(cfg.num_seeds))  # seeds over the devices
-        per_seed = agent_program(cfg, env)(policy_params, keys, test_params)  # metric -> [seeds, episodes]
+        per_seed = agent_program(cfg, env)(
+            policy_params, keys, test_params, windows
+        )  # metric -> [seeds, episodes]
         results[AGENT] = {k: _stats(v) for k, v in jax.device_get(per_seed).items()}
     elif not cfg.eval.baselines:
         raise ValueError("nothing to evaluate: no --checkpoint and eval.baselines is empty")
@@ -94,7 +96,7 @@ def eval_run(cfg: DBFConfig, checkpoint_dir=None, episodes: int | None = None, j
             b: make_priority_policy(base_env, b.removesuffix("_easy"), b.endswith("_easy"))
             for b in cfg.eval.baselines
         }
-        for name, metrics in evaluate_policies(base_env, test_params, policies, keys).items():
+        for name, metrics in evaluate_policies(base_env, test_params, policies, keys, windows).items():
             results[name] = {k: _stats(np.asarray(v)[None]) for k, v in metrics.items()}
 
     e = cfg.env

@@ -15,7 +15,7 @@ import numpy as np
 
 from jaxsched.agents.ppo import PPO, PPOConfig
 from jaxsched.experiments.config import VALIDATION_TAG, purpose_key
-from jaxsched.experiments.evaluate import run_episode
+from jaxsched.experiments.evaluate import pinned_window, run_episode
 from jaxsched.experiments.select import ValidationSelector
 from jaxsched.experiments.train import (
     abstract_state,
@@ -54,15 +54,21 @@ def abstract_runner(cfg: DBFConfig, env, env_params):
 
 
 def agent_program(cfg: DBFConfig, env):
-    """Jitted `run(policy_params [S], keys [E], env_params) -> {metric: [S, E]}`: each seed's policy
-    (greedy unless `eval.greedy: false`) on the episode of every key."""
+    """Jitted `run(policy_params [S], keys [E], env_params, windows=None) -> {metric: [S, E]}`: each seed's
+    policy (greedy unless `eval.greedy: false`) on the episode of every key; with `windows` (`i32[E]`),
+    episode `e` plays window `windows[e]` (`pinned_window`) instead of the one its key draws."""
     key = ("agent", cfg.ppo, cfg.eval.greedy, env.config, cfg.agent)
     if key not in _PROGRAMS:
         policy = PPO(cfg.ppo, env, None, cfg.agent.build(env, cfg.ppo)).policy(greedy=cfg.eval.greedy)
 
-        def run(policy_params, keys, env_params):
-            one = lambda pp, k: run_episode(env, env_params, policy, pp, k)  # noqa: E731
-            return jax.vmap(jax.vmap(one, in_axes=(None, 0)), in_axes=(0, None))(policy_params, keys)
+        def run(policy_params, keys, env_params, windows=None):
+            def one(pp, k, w):
+                params = env_params if w is None else pinned_window(env_params, w)
+                return run_episode(env, params, policy, pp, k)
+
+            axis = None if windows is None else 0
+            per_seed = jax.vmap(one, in_axes=(None, 0, axis))
+            return jax.vmap(per_seed, in_axes=(0, None, None))(policy_params, keys, windows)
 
         _PROGRAMS[key] = jax.jit(run)
     return _PROGRAMS[key]
