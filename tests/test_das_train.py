@@ -238,7 +238,7 @@ def test_claims_verdicts_pair_by_episode():
         "das": {"avg_jct_min": ep + rng.normal(0, 1, size=(3, 8))},  # 3 seeds, ~40 below FIFO-FirstFit
         "da_mc": {"avg_jct_min": ep + rng.normal(0, 30, size=(2, 8))},  # 2 seeds: pairs by episode
         "da_rwgp": {"avg_jct_min": (ep - 40)[None]},  # below DA+MC everywhere: the claim reversed
-        "da": {"avg_jct_min": np.tile(ep, (1, 1))[:, :6]},  # other episodes: cannot pair
+        "da": {"avg_jct_min": np.tile(ep, (1, 1))[:, :6]},  # the first 6 episodes: pairs on those
         "dl2": None,
     }
     got = {(c["lower"], c["higher"]): c for c in claims(rows, "small", n_sim=100)}
@@ -248,7 +248,10 @@ def test_claims_verdicts_pair_by_episode():
     assert ff["paper_relative"] == pytest.approx(638.046 / 720.228 - 1)
     assert ff["power"] == 1.0  # 8 pairs with noise ±1 find the paper's −11 % gap every time
     assert got[("da_mc", "da_rwgp")]["verdict"] == "not reproduced"
-    assert got[("da_rwgp", "da")]["verdict"] == "not run" and got[("das", "dl2")]["verdict"] == "not run"
+    assert got[("das", "dl2")]["verdict"] == "not run"
+    rwgp_da = got[("da_rwgp", "da")]  # DA+RWGP 40 below DA on each of the 6 episodes they share
+    assert rwgp_da["pairs"] == 6 and rwgp_da["p"] == 2 / 2**6 and rwgp_da["verdict"] == "reproduced"
+    assert rwgp_da["diff"] == pytest.approx(-40)
     # no significant difference, where 8 pairs with this noise would find the paper's −6 % every time
     assert got[("das", "da_mc")]["p"] >= 0.05 and got[("das", "da_mc")]["power"] == 1.0
     assert got[("das", "da_mc")]["verdict"] == "not reproduced (no difference at power 1.00)"

@@ -179,15 +179,17 @@ def claims(rows: dict, cluster: str, alpha: float = 0.05, n_sim: int = 1000) -> 
     still pair), the exact Wilcoxon test, and the test's power against the paper's relative gap
     (`stats.wilcoxon_power`). Verdict: reproduced (p < alpha, lower mean), not reproduced (p < alpha,
     higher; or p ≥ alpha where the test had `stats.DECISIVE_POWER` to find the paper's gap), undecided
-    (p ≥ alpha, less power); "not run" when a row is missing."""
+    (p ≥ alpha, less power); "not run" when a row is missing. A row evaluated on fewer episodes (a
+    planner's `--planner-episodes`: the first E of the same ordered test episodes) pairs on those E."""
     out = []
     for lower, higher in claim_pairs(rows):
         rec = {"lower": lower, "higher": higher}
         a, b = rows.get(lower), rows.get(higher)
-        if a is None or b is None or a["avg_jct_min"].shape[1] != b["avg_jct_min"].shape[1]:
+        if a is None or b is None:
             out.append({**rec, "verdict": "not run"})
             continue
-        ea, eb = a["avg_jct_min"].mean(axis=0), b["avg_jct_min"].mean(axis=0)  # [E] per episode
+        n = min(a["avg_jct_min"].shape[1], b["avg_jct_min"].shape[1])
+        ea, eb = a["avg_jct_min"][:, :n].mean(axis=0), b["avg_jct_min"][:, :n].mean(axis=0)  # [E] per episode
         paper = PAPER_TABLE1.get(lower, {}).get(cluster), PAPER_TABLE1.get(higher, {}).get(cluster)
         paper_rel = None if None in paper else paper[0][0] / paper[1][0] - 1.0
         power = None if paper_rel is None else wilcoxon_power(ea - eb, paper_rel * eb.mean(), alpha, n_sim)
