@@ -32,6 +32,7 @@ SCRIPT = textwrap.dedent(
     tiny = {"num_seeds": 8, "env": {"n_cores": 16, "window": 4, "tail": 1, "queue_capacity": 32,
             "episode_jobs": 16},
             "workload": {"train_episodes": 4, "test_episodes": 2, "jobs_per_episode": 40},
+            "eval": {"episodes": 2},
             "ppo": {"hidden": [8], "num_envs": 4, "num_steps": 8, "num_minibatches": 2, "update_epochs": 1,
             "total_updates": 4, "updates_per_chunk": 2}}
     cfg = dbf_config_from_dict({**tiny, "out_dir": sys.argv[1]})
