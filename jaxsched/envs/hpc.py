@@ -270,7 +270,7 @@ class HPCEnv(Environment[HPCState, HPCParams]):
         """Slots → (queue positions, present, bank job ids, cores, req_time, submit), each `[M]`.
 
         The head slots read the queue's first positions as a static slice and the job fields come from
-        one gather of packed rows: gathers are the costly part of a batched step on the CPU."""
+        one gather of packed rows (`HPCParams.jobs`) instead of one per field."""
         cfg = self.config
         pos, present = queue.split_window(state.q_len, cfg.window_head, cfg.window_tail)
         tail_job = state.q_job[pos[cfg.window_head :]]
