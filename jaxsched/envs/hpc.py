@@ -338,7 +338,8 @@ class HPCEnv(Environment[HPCState, HPCParams]):
         )
         w_now = wideint.to_float(w_exact)
         load_in = jnp.where(admit & ~overflowed, _job_load(bank, next_idx), 0.0)
-        q_load = jnp.where(q_len > 0, state.q_load - placed_f * _job_load(bank, j) + load_in, 0.0)
+        picked_load = c.astype(jnp.float32) * req[slot].astype(jnp.float32)  # the window's fields, no gather
+        q_load = jnp.where(q_len > 0, state.q_load - placed_f * picked_load + load_in, 0.0)
         l_new = q_len.astype(jnp.float32)
         new_state = state.replace(
             t=t_next,
