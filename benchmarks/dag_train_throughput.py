@@ -35,6 +35,7 @@ def main() -> None:
     p.add_argument("--at-update", type=int, default=0, help="the curriculum's position (update count)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--json", default=None)
+    p.add_argument("--no-gradient", action="store_true", help="skip the two-ways gradient timing")
     a = p.parse_args()
     _, cfg = load_run_config(a.config)
     rl = cfg.reinforce
@@ -61,6 +62,10 @@ def main() -> None:
             f"env steps/s ({rec['chunk_s'] / a.updates:.2f} s per update)  ({rec['cpu']}, {rec['device']})",
             flush=True,
         )
+    if a.no_gradient:
+        if a.json:
+            write_json(a.json, records)
+        return
     # The gradient of one update, two ways, on the same rollout (a ratio measured in one run).
     alg = reinforce_for(cfg, a.variant, env)
     runner = alg.init(jax.random.key(0), train_params)
