@@ -138,14 +138,12 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         return self._open(state, params) & ~state.selected
 
     def _bound(self, state: DAGState) -> jax.Array:
-        """`i32[J]`: executors running or moving for each slot's job."""
-        busy = state.ex_state > 0
-        hit = (
-            (state.ex_job[None, :] == state.slot_job[:, None])
-            & busy[None, :]
-            & (state.slot_job >= 0)[:, None]
-        )
-        return hit.sum(axis=1, dtype=jnp.int32)
+        """`i32[J]`: executors running or moving for each slot's job. An executor bound to a job in the
+        system holds that job's slot in `ex_slot` (a job keeps its slot until it leaves), so this counts
+        busy executors by `ex_slot` whose job is the slot's: k scattered ones, not a [J, k] comparison."""
+        j = self.config.max_slots
+        mine = (state.ex_state > 0) & (state.ex_job >= 0) & (state.slot_job[state.ex_slot] == state.ex_job)
+        return jnp.zeros((j,), jnp.int32).at[jnp.where(mine, state.ex_slot, j)].add(1, mode="drop")
 
     def _decision_needed(self, state: DAGState, params: DAGParams) -> jax.Array:
         return jnp.any(state.ex_state == 0) & jnp.any(self._runnable(state, params))
