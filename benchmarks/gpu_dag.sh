@@ -24,15 +24,7 @@ RUNS=${RUNS:-runs/gpu_dag}
 SET=${SET:-}  # extra `--set KEY=VALUE` words (a dry run at a tiny size on a CPU)
 mkdir -p "$OUT" "$RUNS"
 LOG="$OUT/log.txt"
-export PYTHONUNBUFFERED=1
-WHEELS=${WHEELS:-.whl}
-if [ -d "$WHEELS" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$WHEELS"/*.whl \
-    || exit 1
-  export PYTHONPATH="/tmp/site:$PWD"
-else
-  export PYTHONPATH="$PWD"
-fi
+source "$(dirname "$0")/gpu_python.sh"  # PYTHONPATH, and the wheels of .whl/ if there
 step() { echo "== [$SECONDS s] $*" | tee -a "$LOG"; }
 NAME=$(python3 -c "import yaml,sys; print(yaml.safe_load(open(sys.argv[1]))['name'])" "$CONFIG")
 

@@ -22,15 +22,7 @@ RUNS=${RUNS:-/tmp/jaxsched_gpu_runs}
 SET=${SET:-}  # extra `--set KEY=VALUE` words for the DBF runs (a dry run at a tiny size on a CPU)
 mkdir -p "$OUT" "$RUNS"
 LOG="$OUT/log.txt"
-export PYTHONUNBUFFERED=1
-WHEELS=${WHEELS:-.whl}  # wheels the machine's Python lacks (none: use the installed packages)
-if [ -d "$WHEELS" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$WHEELS"/*.whl \
-    || exit 1
-  export PYTHONPATH="/tmp/site:$PWD"
-else
-  export PYTHONPATH="$PWD"
-fi
+source "$(dirname "$0")/gpu_python.sh"  # PYTHONPATH, and the wheels of .whl/ if there
 # Run "$@" until the BUDGET_S deadline; skip it when under 15 s are left (`timeout 0` would never stop).
 until_deadline() {
   local left=$((BUDGET_S - SECONDS))
