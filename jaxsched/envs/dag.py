@@ -138,27 +138,31 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         return self._open(state, params) & ~state.selected
 
     def _bound(self, state: DAGState) -> jax.Array:
-        """`i32[J]`: executors running or moving for each slot's job. An executor bound to a job in the
-        system holds that job's slot in `ex_slot` (a job keeps its slot until it leaves), so this counts
-        busy executors by `ex_slot` whose job is the slot's: k scattered ones, not a [J, k] comparison."""
+        """`i32[J]`: executors running or moving for each slot's job."""
+        return self._per_slot(state, state.ex_state > 0, state.ex_job, state.ex_slot)
+
+    def _per_slot(self, state: DAGState, flags, ex_job, ex_slot) -> jax.Array:
+        """`i32[J]`: the `flags` executors (bool[k]) bound to each slot's job, given their `ex_job` and
+        `ex_slot` (i32[k]). An executor bound to a job in the system holds that job's slot in `ex_slot`
+        (both are set at a dispatch, and a job keeps its slot until it leaves), so this scatters the k
+        executors by `ex_slot` where the slot's job is theirs: not a [J, k] comparison (×1.12 a step)."""
         j = self.config.max_slots
-        mine = (state.ex_state > 0) & (state.ex_job >= 0) & (state.slot_job[state.ex_slot] == state.ex_job)
-        return jnp.zeros((j,), jnp.int32).at[jnp.where(mine, state.ex_slot, j)].add(1, mode="drop")
+        mine = flags & (ex_job >= 0) & (state.slot_job[ex_slot] == ex_job)
+        return jnp.zeros((j,), jnp.int32).at[jnp.where(mine, ex_slot, j)].add(1, mode="drop")
 
     def _decision_needed(self, state: DAGState, params: DAGParams) -> jax.Array:
         return jnp.any(state.ex_state == 0) & jnp.any(self._runnable(state, params))
 
-    def _task_durations(self, state, params, slot, stage, task, fresh, same_stage, ex_job, ex_state):
+    def _task_durations(self, state, params, slot, stage, task, fresh, same_stage, ex_job, ex_slot, ex_state):
         """`i32[k]`: the duration of a task of (`slot`, `stage`) with index `task` started on each executor
         (i32[k] each), `fresh` to the job or continuing its `same_stage` (bool[k]). Without `task_waves`, the
         template's duration (+ `warmup_delay` when fresh); with it, a draw from decima-sim's waves
-        (`envs.dag_waves`) keyed by the executors bound to the job (`ex_job`, `ex_state` after the update:
-        idle or running, not moving)."""
+        (`envs.dag_waves`) keyed by the executors bound to the job (`ex_job`, `ex_slot`, `ex_state` after the
+        update: idle or running, not moving)."""
         if not self.config.task_waves:
             return state.duration[slot, stage] + jnp.where(fresh, params.warmup_delay, 0)
         job = state.slot_job[slot]
-        bound = (ex_state != 2) & (ex_job >= 0)
-        per_job = jnp.sum((ex_job[None, :] == state.slot_job[:, None]) & bound[None, :], axis=1)  # [J]
+        per_job = self._per_slot(state, ex_state != 2, ex_job, ex_slot)  # [J]
         return sample_durations(
             params.waves, state.seed, state.slot_tmpl[slot], job, stage, task, per_job[slot], fresh,
             same_stage, params.warmup_delay,
@@ -265,10 +269,11 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         fresh = ~((state.ex_job == jid) & state.ex_warm)
         ex_state = jnp.where(starts, 1, jnp.where(moves, 2, state.ex_state))
         ex_job = jnp.where(chosen, jid, state.ex_job)
+        ex_slot = jnp.where(chosen, j, state.ex_slot)
         # tasks go out in rank order: a start's task index is dispatched + its rank
         task = state.dispatched[j, s] + rank
         run_for = self._task_durations(
-            state, params, j, s, task, fresh, state.ex_stage == s, ex_job, ex_state
+            state, params, j, s, task, fresh, state.ex_stage == s, ex_job, ex_slot, ex_state
         )
         task_end = state.t + run_for
         return state.replace(
@@ -277,7 +282,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
                 starts, task_end, jnp.where(moves, state.t + params.moving_delay, state.ex_until)
             ),
             ex_job=ex_job,
-            ex_slot=jnp.where(chosen, j, state.ex_slot),
+            ex_slot=ex_slot,
             ex_stage=jnp.where(chosen, s, state.ex_stage),
             ex_warm=jnp.where(starts, True, jnp.where(moves, False, state.ex_warm)),
             dispatched=state.dispatched.at[j, s].add(starts.sum(dtype=jnp.int32)),
@@ -427,7 +432,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         ex_state = jnp.where(start, 1, jnp.where(arr | comp & ~cont, 0, state.ex_state))
         task = state.dispatched[k_slot, k_stage] + rank  # tasks go out in rank order
         run_for = self._task_durations(
-            state, params, k_slot, k_stage, task, start, cont, state.ex_job, ex_state
+            state, params, k_slot, k_stage, task, start, cont, state.ex_job, k_slot, ex_state
         )
         task_end = t + run_for
         ex_until = jnp.where(gets, task_end, jnp.where(arr | comp, INF_MS, state.ex_until))
