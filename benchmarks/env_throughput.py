@@ -51,6 +51,7 @@ from jaxsched.experiments.throughput import (
     default_hpc_setup,
     env_throughput,
     platform_info,
+    random_dag_action,
     random_gpu_cloud_action,
 )
 
@@ -128,13 +129,10 @@ def main() -> None:
             act = random_gpu_cloud_action
             records += env_throughput(batches, a.steps, a.repeats, None, setup, act, warmup)
         elif name == "dag":
-            from jaxsched.policies.dag import make_heuristic
-
             cap = None if a.dag_max_events == "None" else int(a.dag_max_events)
             setup = functools.partial(jaxsched.make, "dag", max_events=cap)
-            random_policy = make_heuristic(setup()[0], "random")
             warmup = 256 if a.warmup is None else a.warmup
-            act = functools.partial(lambda policy, key, obs: policy(None, obs, key), random_policy)
+            act = random_dag_action(setup()[0])
             new = env_throughput(batches, a.steps, a.repeats, None, setup, act, warmup)
             records += [r | {"max_events": cap} for r in new]
         elif name == "deferrable":

@@ -26,7 +26,12 @@ import jax
 
 import jaxsched
 from jaxsched.experiments.report import write_json
-from jaxsched.experiments.throughput import default_hpc_setup, platform_info, random_valid_action
+from jaxsched.experiments.throughput import (
+    default_hpc_setup,
+    platform_info,
+    random_dag_action,
+    random_valid_action,
+)
 
 # Trace events that are runtime bookkeeping, not one compiled thunk of the step.
 _RUNTIME = re.compile(r"^\$|Thunk|Pjit|PjRt|^Common|^ParseArguments|^Handle inputs|^DevicePut")
@@ -38,11 +43,8 @@ def setup(name: str, dag_max_events: int | None):
         env, params = default_hpc_setup()
         return env, params, random_valid_action
     if name == "dag":
-        from jaxsched.policies.dag import make_heuristic
-
         env, params = jaxsched.make("dag", max_events=dag_max_events)
-        policy = make_heuristic(env, "random")
-        return env, params, lambda key, obs: policy(None, obs, key)
+        return env, params, random_dag_action(env)
     raise ValueError(f"--env: unknown {name!r}; choose hpc or dag")
 
 

@@ -57,6 +57,15 @@ def random_gpu_cloud_action(key, obs):
     return random_policy(None, obs, key)
 
 
+def random_dag_action(env):
+    """DAG: `action_fn(key, obs)` of `env`'s random valid policy (a runnable stage, a limit, an idle slot;
+    `policies.dag`)."""
+    from jaxsched.policies.dag import make_heuristic
+
+    policy = make_heuristic(env, "random")
+    return lambda key, obs: policy(None, obs, key)
+
+
 def cpu_model() -> str:
     """The host CPU's model name (`/proc/cpuinfo`), else what `platform` knows."""
     try:
