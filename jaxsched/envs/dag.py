@@ -138,8 +138,18 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         return self._open(state, params) & ~state.selected
 
     def _bound(self, state: DAGState) -> jax.Array:
-        """`i32[J]`: executors running or moving for each slot's job."""
-        return self._per_slot(state, state.ex_state > 0, state.ex_job, state.ex_slot)
+        """`i32[J]`: executors running or moving for each slot's job: Σ over its stages of dispatched − done
+        (one running executor per started, unfinished task) + moving. A moving executor whose job left is in
+        no live slot's count (admission zeroes the slot's counters), as `_per_slot` would exclude it."""
+        valid = self._bits(state.stage_bits)
+        per_stage = jnp.where(valid, state.dispatched - state.done + state.moving, 0)
+        return per_stage.sum(axis=1, dtype=jnp.int32)
+
+    def _bound_of(self, state: DAGState, j) -> jax.Array:
+        """`i32`: `_bound(state)[j]` for one slot (a row, not all of them)."""
+        valid = (jnp.right_shift(state.stage_bits[j], jnp.arange(self.config.max_stages)) & 1) == 1
+        row = state.dispatched[j] - state.done[j] + state.moving[j]
+        return jnp.sum(jnp.where(valid, row, 0), dtype=jnp.int32)
 
     def _per_slot(self, state: DAGState, flags, ex_job, ex_slot) -> jax.Array:
         """`i32[J]`: the `flags` executors (bool[k]) bound to each slot's job, given their `ex_job` and
@@ -218,7 +228,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         in_range = (a_stage >= 0) & (a_stage < cfg.max_slots * cfg.max_stages)
         a = jnp.clip(a_stage, 0, cfg.max_slots * cfg.max_stages - 1)
         j, s = a // cfg.max_stages, a % cfg.max_stages
-        bound = self._bound(state)[j]
+        bound = self._bound_of(state, j)
         limit_ok = (a_limit >= bound) & (a_limit < cfg.n_executors)
         idle_ok = self._idle_ok(state)[j, s]
         r_ok = (r == 0) | ((r > 0) & (r <= cfg.idle_levels) & idle_ok)
@@ -262,7 +272,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         cls2 = idle & ~own
         rank = jnp.where(own, jnp.cumsum(own) - 1, own.sum(dtype=jnp.int32) + jnp.cumsum(cls2) - 1)
         remaining = n_tasks[j, s] - state.dispatched[j, s] - state.moving[j, s]
-        n = jnp.minimum(jnp.minimum(idle.sum(dtype=jnp.int32), remaining), p - self._bound(state)[j])
+        n = jnp.minimum(jnp.minimum(idle.sum(dtype=jnp.int32), remaining), p - self._bound_of(state, j))
         chosen = idle & (rank < n) & go
         moves = chosen & cls2 & (params.moving_delay > 0)
         starts = chosen & ~moves
@@ -339,50 +349,54 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         return state.replace(ret=state.ret + reward, forwarding=waiting(state, trunc)), trunc, reward
 
     def _next_event(self, state: DAGState, params: DAGParams):
-        """`(t_next, cont)`: the next event time that can matter, and `bool[k]` the running executors whose
-        stage still has tasks to hand out (their completions before `t_next` only continue the stage).
+        """`(t_next, cont)`: the next event time that can matter, and `bool[k]` the executors whose stage
+        still has tasks to hand out — running ones and live moving ones — whose task starts before `t_next`
+        only continue the stage (a move's arrival that starts a task is not a trigger either).
 
-        For such a stage with `R` tasks left, `e` executors on it and task duration `d`, the first
-        executor to find no task completes at the (R+1)-th of the instants `until_i + m·d`; fewer than
-        R + 1 of them fall before `min until + (R // e)·d`, which is therefore a safe bound to jump to."""
+        An executor's instants (when it takes a task) are `until_i + m·d` when running; when moving,
+        its arrival `until_i`, then `until_i + w + m·d` (m >= 1; its first task carries the warm-up w).
+        Consecutive instants are at least d apart, so for a stage with `R` tasks left and `e` executors
+        running or moving to it, fewer than R + 1 instants fall before `min until + (R // e)·d`: the first
+        executor to find no task (at the (R+1)-th instant) does not come earlier, a safe bound to jump to."""
         cfg = self.config
         b = params.bank
         n = b.arrival.shape[1]
         n_tasks, duration, _, _ = self._stage_arrays(state, params)
-        left = n_tasks - state.dispatched  # [J, S] tasks not started
+        k_slot, k_stage = state.ex_slot, jnp.maximum(state.ex_stage, 0)
+        left = (n_tasks - state.dispatched)[k_slot, k_stage]  # [k] tasks of its stage not started
         run = state.ex_state == 1
-        k_stage = jnp.maximum(state.ex_stage, 0)
+        moving = state.ex_state == 2
+        live = moving & (state.slot_job[k_slot] == state.ex_job)  # moving to a job still in the system
         # with task waves a continuation's duration is drawn at its start: no closed form, every completion
-        # is an event time
-        cont = run & (left[state.ex_slot, k_stage] > 0) & (not cfg.task_waves)
-        c_slot = jnp.where(cont, state.ex_slot, cfg.max_slots)  # others out of range: dropped
-
-        def per_stage(values, init=0, op="add"):  # [k] -> [J, S] over the cont executors
-            base = jnp.full(left.shape, init, jnp.int32).at[c_slot, k_stage]
-            return getattr(base, op)(values, mode="drop")
-
-        # Each stage's bound, read back at its executors: k integer divisions, not J·S (a division does not
-        # vectorise on a CPU, and over [J, S] it was a tenth of a batched step).
-        n_on = per_stage(1)[state.ex_slot, k_stage]  # [k]
-        u_min = per_stage(state.ex_until, INF_MS, "min")[state.ex_slot, k_stage]
-        d = jnp.maximum(duration[state.ex_slot, k_stage], 1)
-        # Rounds of the stage's duration that surely fit: R // e. (Refining it for executors that join late
-        # — a move, a warm-up — by bisection saved events but cost more than it saved: 34k against 44k
-        # decisions/s at batch 1,024 on the AMD EPYC.)
-        rounds = jax.lax.div(left[state.ex_slot, k_stage], jnp.maximum(n_on, 1))  # >= 0: truncation floors
+        # and arrival is an event time
+        cont = (run | live) & (left > 0) & (not cfg.task_waves)
+        # Each stage's bound, min over its executors of until_i + (R // e)·d: R, e and d are the stage's, so
+        # this is its min until + (R // e)·d without a per-stage min. e = dispatched − done (one running
+        # executor per started, unfinished task) + moving: read back, not counted by a scatter. k integer
+        # divisions, not J·S (a division does not vectorise on a CPU). (Refining the bound for executors
+        # that join late — a move, a warm-up — by bisection saved events but cost more than it saved: 34k
+        # against 44k decisions/s at batch 1,024 on the AMD EPYC.)
+        n_on = (state.dispatched - state.done + state.moving)[k_slot, k_stage]
+        d = jnp.maximum(duration[k_slot, k_stage], 1)
+        rounds = jax.lax.div(left, jnp.maximum(n_on, 1))  # >= 0: truncation floors
         jump = rounds * d  # <= left · duration = this stage's work
-        bound = u_min + jnp.minimum(jump, INF_MS - u_min)  # saturating add
+        bound = state.ex_until + jnp.minimum(jump, INF_MS - state.ex_until)  # saturating add
         stage_next = jnp.min(jnp.where(cont, bound, INF_MS))
         # An executor on a stage with no task left idles at its `until` (a trigger). If no stage is open,
         # that cannot lead to a decision, so only the stage's finish (its last executor) matters and the
         # earlier idlings are applied in bulk at the next event time (`_process` takes `until <= t`).
         ending = run & ~cont
-        e_slot = jnp.where(ending, state.ex_slot, cfg.max_slots)
-        finish = jnp.full(left.shape, -1, jnp.int32).at[e_slot, k_stage].max(state.ex_until, mode="drop")
         each = jnp.min(jnp.where(ending, state.ex_until, INF_MS))
-        last = jnp.min(jnp.where(finish >= 0, finish, INF_MS))
-        idling = each if cfg.task_waves else jnp.where(jnp.any(self._open(state, params)), each, last)
-        moves = jnp.min(jnp.where(state.ex_state == 2, state.ex_until, INF_MS))
+        if cfg.task_waves:
+            idling = each
+        else:
+            e_slot = jnp.where(ending, k_slot, cfg.max_slots)  # others out of range: dropped
+            finish = jnp.full(n_tasks.shape, -1, jnp.int32)
+            finish = finish.at[e_slot, k_stage].max(state.ex_until, mode="drop")
+            last = jnp.min(jnp.where(finish >= 0, finish, INF_MS))
+            idling = jnp.where(jnp.any(self._open(state, params)), each, last)
+        # arrivals that find no task (or no job): they go idle, a trigger
+        moves = jnp.min(jnp.where(moving & ~cont, state.ex_until, INF_MS))
         arrival = jnp.where(
             state.next_arr < state.n_jobs, b.arrival[state.ep, jnp.minimum(state.next_arr, n - 1)], INF_MS
         )
@@ -391,18 +405,29 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         return t_next, cont
 
     def _fast_forward(self, state: DAGState, params: DAGParams, cont, t_next) -> DAGState:
-        """Apply every completion strictly before `t_next` of the `cont` executors: each continues its stage
-        with tasks of the stage's duration, so executor i completes ⌈(t_next − until_i) / d⌉ of them."""
+        """Apply every instant strictly before `t_next` of the `cont` executors (`_next_event`): each starts
+        a task of its stage there. A running executor completes c_i = ⌈(t_next − until_i) / d⌉ tasks; a
+        moving one arrives (its first task fresh: d + warm-up w) and then completes c_i − 1, with
+        c_i = max(1, ⌈(t_next − until_i − w) / d⌉), ending up running, warm."""
         cfg = self.config
         _, duration, _, _ = self._stage_arrays(state, params)
         k_stage = jnp.maximum(state.ex_stage, 0)
-        d = duration[state.ex_slot, k_stage]
+        d = jnp.maximum(duration[state.ex_slot, k_stage], 1)
+        mover = state.ex_state == 2  # within `cont`: a live one
+        w = jnp.where(mover, params.warmup_delay, 0)
         ahead = cont & (state.ex_until < t_next)
-        c = jnp.where(ahead, (t_next - state.ex_until + d - 1) // jnp.maximum(d, 1), 0)
+        c = jnp.where(ahead, jnp.maximum(-((state.ex_until + w - t_next) // d), 1), 0)
+        started = ahead & mover
         c_slot = jnp.where(ahead, state.ex_slot, cfg.max_slots)
-        add = jnp.zeros_like(state.done).at[c_slot, k_stage].add(c, mode="drop")
+        n_started = jnp.zeros_like(state.done).at[c_slot, k_stage].add(c, mode="drop")
+        n_arrived = jnp.zeros_like(state.done).at[c_slot, k_stage].add(started.astype(jnp.int32), mode="drop")
         return state.replace(
-            ex_until=state.ex_until + c * d, done=state.done + add, dispatched=state.dispatched + add
+            ex_state=jnp.where(started, 1, state.ex_state),
+            ex_until=state.ex_until + c * d + jnp.where(started, w, 0),
+            ex_warm=state.ex_warm | started,
+            done=state.done + n_started - n_arrived,
+            dispatched=state.dispatched + n_started,
+            moving=state.moving - n_arrived,
         )
 
     def _process(self, state: DAGState, params: DAGParams, active=True) -> DAGState:
@@ -511,7 +536,6 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         """Raw counts, times and masks (`DAGObs`): no float transforms here — the network derives its
         inputs from these (`nn.idle_dag.network_inputs`), so heuristics and auto-reset do not pay for
         them (the logs were a third of a batched step)."""
-        cfg = self.config
         b = params.bank
         n_tasks, duration, parents, valid = self._stage_arrays(state, params)
         idle = state.ex_state == 0
@@ -520,8 +544,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         bound = self._bound(state)
         remaining = jnp.maximum(n_tasks - state.dispatched - state.moving, 0) * valid
         not_started = jnp.maximum(n_tasks - state.dispatched, 0) * valid
-        run_slot = jnp.where(state.ex_state == 1, state.ex_slot, cfg.max_slots)  # out of range: dropped
-        on_stage = jnp.zeros_like(state.done).at[run_slot, state.ex_stage].add(1, mode="drop")  # [J, S]
+        on_stage = (state.dispatched - state.done) * valid  # one running executor per unfinished task
         job_valid = state.slot_job >= 0
         tm = state.slot_tmpl
         return DAGObs(
