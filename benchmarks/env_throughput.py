@@ -19,8 +19,8 @@ only the steps that decided. Timing starts after `--warmup` steps from reset.
 
 `--env dag` is the idle-slot DAG cluster in Decima's streaming TPC-H setting (`jaxsched.make("dag")`: 50
 executors, TPC-H-like DAGs, moving and warm-up delays on) with random valid actions (stage, limit, idle
-slot); a step runs at most `--dag-max-events` event times (default 2, the env's default), so some steps only
-continue a forward: `decisions_per_s` counts the others, `events_per_s` the event times processed.
+slot); a step runs at most `--dag-max-events` event times (default 1, the registered presets' cap), so some
+steps only continue a forward: `decisions_per_s` counts the others, `events_per_s` the event times processed.
 
 `--env deferrable` is OSDEC's deferrable-job cloud (`jaxsched.make("osdec")`: 64 pending slots, 48-step
 episodes of the default preset) with random scores for every pending slot; one step is one time step, the
@@ -107,7 +107,7 @@ def main() -> None:
     p.add_argument(
         "--warmup", type=int, default=None, help="steps before timing (default: 0 hpc, 1024 gpu_cloud)"
     )
-    p.add_argument("--dag-max-events", default="2", help="dag: event times per step (an int or None)")
+    p.add_argument("--dag-max-events", default="1", help="dag: event times per step (an int or None)")
     p.add_argument(
         "--reference", action="store_true", help="hpc: also time the plain-Python reference (tests/reference)"
     )

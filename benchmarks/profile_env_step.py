@@ -122,7 +122,7 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=256, help="steps from reset before the trace")
     p.add_argument("--steps", type=int, default=50, help="steps traced")
     p.add_argument("--top", type=int, default=25)
-    p.add_argument("--dag-max-events", type=int, default=2)
+    p.add_argument("--dag-max-events", type=int, default=1)
     p.add_argument("--json", default=None)
     a = p.parse_args()
     env, params, action_fn = setup(a.env, a.dag_max_events)

@@ -106,7 +106,7 @@ def dag_setup(
     max_slots: int = 16,
     max_stages: int = 18,
     idle_levels: int = 10,
-    max_events: int | None = 2,
+    max_events: int | None = 1,
     episodes: int = 32,
     episode_jobs: int = 200,
     load: float = 0.8,
@@ -117,7 +117,9 @@ def dag_setup(
     """The idle-slot DAG cluster: `workload` "tpch_like" (Decima's streaming TPC-H setting on the
     TPC-H-like generator: one job at 0, then Poisson arrivals, 25 s apart on average; `load` unused) or
     "synthetic" (the paper's long / short jobs, Poisson at `load`), `episodes` of `episode_jobs` jobs.
-    `moving_delay` / `warmup_delay` (ms) are Decima's; the synthetic presets set them to 0."""
+    `moving_delay` / `warmup_delay` (ms) are Decima's; the synthetic presets set them to 0. `max_events` 1:
+    with a cheap policy one event time per step gives the most decisions/s under `vmap` (docs/dag.md);
+    a training config with a network per step sets its own (2 in configs/dag/tpch_like.yaml)."""
     from jaxsched.envs.dag import DAGEnv
     from jaxsched.envs.dag_params import DAGConfig
     from jaxsched.workloads.dag_gen import synthetic_bank, tpch_like_bank
