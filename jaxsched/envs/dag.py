@@ -30,8 +30,8 @@ Choices the paper leaves open (with Decima's simulator as the reference where it
     see docs/dag.md for the differences.
   * Jobs beyond J wait invisibly in arrival order and count in the reward from their arrival.
 Per event time the work is O(J·S + k) (executors that finish together are ranked by bitsets,
-`_rank_within`); completions that only continue a stage are fast-forwarded in closed form (`_advance`),
-so a decision costs a few event times, not one per task.
+`_rank_within`); completions that only continue a stage, and move arrivals that start a task, are
+fast-forwarded in closed form (`_advance`), so a decision costs a few event times, not one per task.
 """
 
 from __future__ import annotations
