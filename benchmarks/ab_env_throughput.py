@@ -5,8 +5,9 @@ process importing its own `jaxsched` (PYTHONPATH), so machine load drifts hit bo
     python benchmarks/ab_env_throughput.py --base HEAD~1 --json F -- --env dag --batches 1024 --steps 128
 
 Everything after `--` goes to `env_throughput.py` (one `--env`, one batch). Records: {"base", "rounds",
-"base_decisions_per_s", "work_decisions_per_s", "base_steps_per_s", "work_steps_per_s" (a run's median per
-round), "ratio_median" (work / base, decisions/s, median over rounds), platform}.
+"base_decisions_per_s", "work_decisions_per_s", "base_steps_per_s", "work_steps_per_s" and, where the env
+counts event times (dag), "base_events_per_s", "work_events_per_s" (a run's median per round),
+"ratio_median" (work / base, decisions/s, median over rounds), platform}.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from jaxsched.experiments.report import write_json
 from jaxsched.experiments.throughput import platform_info
 
 ROOT = Path(__file__).resolve().parents[1]
-KEYS = ("decisions_per_s", "steps_per_s", "events_per_s")
+KEYS = ("decisions_per_s", "steps_per_s", "events_per_s")  # events_per_s: only envs that count event times
 
 
 def run_side(tree: Path, args: list[str]) -> dict:
@@ -49,10 +50,13 @@ def main(argv=None) -> None:
     p.add_argument("bench", nargs=argparse.REMAINDER, help="-- then env_throughput.py's arguments")
     a = p.parse_args(argv)
     bench = a.bench[1:] if a.bench[:1] == ["--"] else a.bench
+    rev = subprocess.run(
+        ["git", "rev-parse", "--short", a.base], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
     sides: dict[str, list[dict]] = {"base": [], "work": []}
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "base"
-        subprocess.run(["git", "worktree", "add", "--detach", "-q", str(base), a.base], cwd=ROOT, check=True)
+        subprocess.run(["git", "worktree", "add", "--detach", "-q", str(base), rev], cwd=ROOT, check=True)
         try:
             for i in range(a.rounds):
                 for name, tree in (("base", base), ("work", ROOT)):
@@ -65,11 +69,11 @@ def main(argv=None) -> None:
     ratios = [w["decisions_per_s"] / b["decisions_per_s"] for b, w in pairs]
     record = {
         "command": "python benchmarks/ab_env_throughput.py " + " ".join(argv or sys.argv[1:]),
-        "base": subprocess.run(
-            ["git", "rev-parse", "--short", a.base], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip(),  # fmt: skip
+        "base": rev,
         "rounds": a.rounds,
-        **{f"{s}_{k}": [round(r[k]) for r in runs] for s, runs in sides.items() for k in KEYS},
+        **{
+            f"{s}_{k}": [round(r[k]) for r in runs] for s, runs in sides.items() for k in KEYS if k in runs[0]
+        },
         "ratio_median": statistics.median(ratios),
         **platform_info(),
     }

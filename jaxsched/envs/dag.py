@@ -147,7 +147,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
 
     def _bound_of(self, state: DAGState, j) -> jax.Array:
         """`i32`: `_bound(state)[j]` for one slot (a row, not all of them)."""
-        valid = (jnp.right_shift(state.stage_bits[j], jnp.arange(self.config.max_stages)) & 1) == 1
+        valid = self._bits(state.stage_bits[j][None])[0]
         row = state.dispatched[j] - state.done[j] + state.moving[j]
         return jnp.sum(jnp.where(valid, row, 0), dtype=jnp.int32)
 
@@ -367,8 +367,8 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         k_slot, k_stage = state.ex_slot, jnp.maximum(state.ex_stage, 0)
         left = (n_tasks - state.dispatched)[k_slot, k_stage]  # [k] tasks of its stage not started
         run = state.ex_state == 1
-        moving = state.ex_state == 2
-        live = moving & (state.slot_job[k_slot] == state.ex_job)  # moving to a job still in the system
+        in_move = state.ex_state == 2
+        live = in_move & (state.slot_job[k_slot] == state.ex_job)  # moving to a job still in the system
         # with task waves a continuation's duration is drawn at its start: no closed form, every completion
         # and arrival is an event time
         cont = (run | live) & (left > 0) & (not cfg.task_waves)
@@ -398,7 +398,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             last = jnp.min(jnp.where(finish >= 0, finish, INF_MS))
             idling = jnp.where(jnp.any(self._open(state, params)), each, last)
         # arrivals that find no task (or no job): they go idle, a trigger
-        moves = jnp.min(jnp.where(moving & ~cont, state.ex_until, INF_MS))
+        moves = jnp.min(jnp.where(in_move & ~cont, state.ex_until, INF_MS))
         arrival = jnp.where(
             state.next_arr < state.n_jobs, b.arrival[state.ep, jnp.minimum(state.next_arr, n - 1)], INF_MS
         )
