@@ -359,7 +359,9 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         its arrival `until_i`, then `until_i + w + m·d` (m >= 1; its first task carries the warm-up w).
         Consecutive instants are at least d apart, so for a stage with `R` tasks left and `e` executors
         running or moving to it, fewer than R + 1 instants fall before `min until + (R // e)·d`: the first
-        executor to find no task (at the (R+1)-th instant) does not come earlier, a safe bound to jump to."""
+        executor to find no task (at the (R+1)-th instant) does not come earlier, a safe bound to jump to;
+        and before the stage's first move arrival M only its running executors take tasks, so with R and
+        the running ones' count the same holds up to M: the later of the two bounds is safe."""
         cfg = self.config
         b = params.bank
         n = b.arrival.shape[1]
@@ -372,17 +374,32 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         # with task waves a continuation's duration is drawn at its start: no closed form, every completion
         # and arrival is an event time
         cont = (run | live) & (left > 0) & (not cfg.task_waves)
-        # Each stage's bound, min over its executors of until_i + (R // e)·d: R, e and d are the stage's, so
-        # this is its min until + (R // e)·d without a per-stage min. e = dispatched − done (one running
-        # executor per started, unfinished task) + moving: read back, not counted by a scatter. k integer
-        # divisions, not J·S (a division does not vectorise on a CPU). (Refining the bound for executors
-        # that join late — a move, a warm-up — by bisection saved events but cost more than it saved: 34k
-        # against 44k decisions/s at batch 1,024 on the AMD EPYC.)
-        n_on = (state.dispatched - state.done + state.moving)[k_slot, k_stage]
+        # A stage's bounds are minima over its executors with R, e and d the stage's: no per-stage min but
+        # for its first move arrival. e = dispatched − done (one running executor per started, unfinished
+        # task) + moving: read back, not counted by a scatter. k integer divisions, not J·S (a division does
+        # not vectorise on a CPU). (Bisecting the instant count instead saved events but cost more than it
+        # saved: 34k against 44k decisions/s at batch 1,024 on the AMD EPYC.)
+        n_run = (state.dispatched - state.done)[k_slot, k_stage]
+        n_on = n_run + state.moving[k_slot, k_stage]
         d = jnp.maximum(duration[k_slot, k_stage], 1)
-        rounds = jax.lax.div(left, jnp.maximum(n_on, 1))  # >= 0: truncation floors
-        jump = rounds * d  # <= left · duration = this stage's work
-        bound = state.ex_until + jnp.minimum(jump, INF_MS - state.ex_until)  # saturating add
+
+        def after_rounds(u, n):  # u + (R // n)·d, saturating; R // n >= 0 (truncation floors)
+            jump = jax.lax.div(left, jnp.maximum(n, 1)) * d  # <= left · duration = this stage's work
+            return u + jnp.minimum(jump, INF_MS - u)
+
+        # Two safe bounds per stage, the later one holds: min over its executors of until + (R // e)·d,
+        # and — movers take a first task only at their arrival, so before the stage's first arrival M only
+        # its running ones do — min(min over the running of until + (R // running)·d, M). Both are
+        # non-decreasing in a running executor's `until` once M is known, so the larger of the two per
+        # running executor, minimised over them, is the stage's bound: one scatter (M), not one per bound.
+        # A mover bounds by the first only where its stage has no running executor.
+        c_slot = jnp.where(live & cont, k_slot, cfg.max_slots)  # others dropped
+        u = state.ex_until
+        first_move = jnp.full(n_tasks.shape, INF_MS, jnp.int32).at[c_slot, k_stage].min(u, mode="drop")
+        m = first_move[k_slot, k_stage]
+        over_all, before_moves = after_rounds(jnp.minimum(u, m), n_on), jnp.minimum(after_rounds(u, n_run), m)
+        by_running = jnp.maximum(over_all, before_moves)
+        bound = jnp.where(run, by_running, jnp.where(n_run > 0, INF_MS, after_rounds(u, n_on)))
         stage_next = jnp.min(jnp.where(cont, bound, INF_MS))
         # An executor on a stage with no task left idles at its `until` (a trigger). If no stage is open,
         # that cannot lead to a decision, so only the stage's finish (its last executor) matters and the
