@@ -13,16 +13,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from reference.dag import RefDAGEnv, random_valid_action
+from reference.dag_counts import unpacked_counts
 
 from jaxsched.core.episode import run_episode, stateless
 from jaxsched.envs.dag import DAGEnv, _rank_within
-from jaxsched.envs.dag_params import DAGConfig
+from jaxsched.envs.dag_params import DAGConfig, StageCounts
 from jaxsched.envs.dag_waves import interval_map
 from jaxsched.workloads.dag_bank import DAGTemplates, make_bank, template_features
 
 K, J, S, G = 3, 3, 5, 4  # one static shape for every differential sequence: one compile
 N_TEMPLATES, N_JOBS = 6, 6
 STATE_KEYS = ("dispatched", "done", "moving", "delayed", "hold_until", "selected", "slot_job", "jct")
+COUNT_KEYS = ("dispatched", "done", "moving", "delayed", "selected")  # unpacked from `state.counts`
 EX_KEYS = ("ex_state", "ex_until", "ex_job", "ex_stage", "ex_warm")
 
 
@@ -135,11 +137,12 @@ def ref_env(tm: DAGTemplates, template, arrival, **kw) -> RefDAGEnv:
     )  # fmt: skip
 
 
-def assert_same(obs, state, snap, where: str):
+def assert_same(env, n_tasks, obs, state, snap, where: str):
     assert int(state.t) == snap["t"], where
     occupied = np.asarray(state.slot_job)[:, None] >= 0
+    counts = unpacked_counts(env, state, n_tasks)
     for key in STATE_KEYS + EX_KEYS:
-        value = np.asarray(getattr(state, key))
+        value = counts[key] if key in COUNT_KEYS else np.asarray(getattr(state, key))
         if value.ndim == 2 and value.shape[0] == J:  # per-stage: a freed slot keeps stale values (masked)
             value = np.where(occupied, value, 0)
         np.testing.assert_array_equal(value, snap[key], err_msg=f"{where}: {key}")
@@ -173,7 +176,7 @@ def run_sequence(seed: int, steps: int = 200, task_waves: bool = False):
         wave_kw = dict(waves=waves, data_points=WAVE_POINTS, wave_seed=int(state.seed))
     ref = ref_env(tm, template, arrival, **knobs, **wave_kw)
     snap = ref.reset()
-    assert_same(obs, state, snap, f"seed {seed} reset")
+    assert_same(env, tm.n_tasks, obs, state, snap, f"seed {seed} reset")
     covered = {"idle": 0, "moving": 0, "invalid": 0, "truncated": 0}
     for i in range(steps):
         if rng.random() < 0.1:  # an invalid action now and then: nothing but the counter changes
@@ -183,7 +186,7 @@ def run_sequence(seed: int, steps: int = 200, task_waves: bool = False):
         snap, r_ref, term_ref, trunc_ref = ref.step(*a)
         obs, state, r, term, trunc, info = step(state, jnp.asarray(a, jnp.int32), params)
         where = f"seed {seed} step {i} action {a}"
-        assert_same(obs, state, snap, where)
+        assert_same(env, tm.n_tasks, obs, state, snap, where)
         np.testing.assert_allclose(float(r), r_ref, rtol=1e-5, atol=1e-5, err_msg=where)
         assert (bool(term), bool(trunc)) == (term_ref, trunc_ref), where
         covered["idle"] += a[2] > 0 and not bool(info["invalid"])
@@ -332,6 +335,25 @@ def test_task_waves_bad_input():
         env.make_params(bank, waves=waves)
     with pytest.raises(ValueError, match="dag.task_waves is off"):
         DAGEnv(DAGConfig(n_executors=2, max_slots=2, max_stages=2)).make_params(bank, waves=waves)
+
+
+def test_stage_counts_layout():
+    """The packed per-stage word: fields round-trip through packed increments (negative parts included),
+    flags are separate bits, and a bank with wider stages than the fields hold is refused, naming it."""
+    lay = StageCounts(50)
+    assert (lay.k_bits, lay.task_bits, lay.max_tasks) == (6, 16, 65535)
+    c = jnp.int32(lay.max_tasks) | lay.flag("touched")  # every task left
+    c = c + lay.pack(left=-7, running=7) + lay.pack(moving=50)
+    c = c + lay.pack(left=-1, running=0, moving=-1) + lay.pack(running=-3)  # an arrival takes one; 3 finish
+    c = c | lay.flag("selected")
+    assert (int(lay.left(c)), int(lay.running(c)), int(lay.moving(c))) == (lay.max_tasks - 8, 4, 49)
+    assert [bool(lay.has(c, f)) for f in ("touched", "delayed", "selected")] == [True, False, True]
+    assert int(c) >= 0  # bit 31 never used
+    tm = DAGTemplates.from_lists([dict(name="w", adj=[[0]], n_tasks=[70000], duration=[5])], max_stages=2)
+    bank = make_bank(tm, np.zeros((1, 1), np.int32), np.zeros((1, 1), np.int64))
+    with pytest.raises(ValueError, match=r"bank.n_tasks: stages of up to 70000 tasks .* n_executors = 50"):
+        DAGEnv(DAGConfig(n_executors=50, max_slots=2, max_stages=2)).make_params(bank)
+    DAGEnv(DAGConfig(n_executors=10, max_slots=2, max_stages=2)).make_params(bank)  # 4-bit counts: 2**20 − 1
 
 
 def test_fig3_average_width():
@@ -494,7 +516,8 @@ def test_invariants_under_random_valid_actions(seed, moving, warmup, gap):
         assert t >= t_prev
         t_prev = t
         ex_state, ex_slot, ex_stage = (np.asarray(x) for x in (state.ex_state, state.ex_slot, state.ex_stage))
-        n_tasks, done, disp = (np.asarray(x) for x in (state.n_tasks, state.done, state.dispatched))
+        counts = {f: np.asarray(x) for f, x in env.stage_counts(state).items()}
+        fin = (np.asarray(state.fin_bits)[:, None] >> np.arange(S)[None, :]) & 1
         parents = np.asarray(state.parents)
         running = np.zeros((J, S), int)
         for e in np.flatnonzero(ex_state == 1):
@@ -502,9 +525,13 @@ def test_invariants_under_random_valid_actions(seed, moving, warmup, gap):
             running[j, s] += 1
             for p in range(S):
                 if (parents[j, s] >> p) & 1:
-                    assert done[j, p] == n_tasks[j, p], f"stage {s} runs before its parent {p} finished"
-        np.testing.assert_array_equal(running, disp - done)
-        assert (disp <= n_tasks).all()
+                    assert fin[j, p] and counts["left"][j, p] == 0 and counts["running"][j, p] == 0, (
+                        f"stage {s} runs before its parent {p} finished"
+                    )
+        valid = (np.asarray(state.stage_bits)[:, None] >> np.arange(S)[None, :]) & 1 == 1
+        np.testing.assert_array_equal(np.where(valid, counts["running"], 0), running)
+        n_tasks = np.asarray(tm.n_tasks)[np.asarray(state.slot_tmpl)]
+        assert (counts["left"] + counts["running"] <= n_tasks)[valid].all()  # no task started twice
         for job, jct in enumerate(np.asarray(state.jct)):
             if jct >= 0:
                 assert finished_at.setdefault(job, jct) == jct  # finishes once, its JCT never changes

@@ -48,6 +48,7 @@ from jaxsched.envs.dag_params import (
     DAGObs,
     DAGParams,
     DAGState,
+    StageCounts,
     make_params,
 )
 from jaxsched.envs.dag_waves import sample_durations
@@ -99,6 +100,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
 
     def __init__(self, config: DAGConfig | None = None):
         self.config = DAGConfig() if config is None else config
+        self.counts = StageCounts(self.config.n_executors)  # the layout of `state.counts`
 
     def make_params(self, bank: DAGBank, **kwargs) -> DAGParams:
         """`dag_params.make_params` for this env's config."""
@@ -109,11 +111,19 @@ class DAGEnv(Environment[DAGState, DAGParams]):
 
     # ---- template gathers ------------------------------------------------------------------------
     def _stage_arrays(self, state: DAGState, params: DAGParams):
-        """Per slot: n_tasks, duration (i32[J, S]), parents (i32[J, S]), valid stages (bool[J, S]), cached in
-        the state at admission (stale in a slot whose job left: every reader masks by the valid stages).
-        The valid mask is unpacked from `stage_bits` (elementwise, fused into its consumers: one `[J, S]`
-        array fewer to carry and select)."""
-        return state.n_tasks, state.duration, state.parents, self._bits(state.stage_bits)
+        """Per slot: duration (i32[J, S]), parents (i32[J, S]), valid stages (bool[J, S]), cached in the
+        state at admission (stale in a slot whose job left: every reader masks by the valid stages). The
+        valid mask is unpacked from `stage_bits` (elementwise, fused into its consumers: one `[J, S]` array
+        fewer to carry and select)."""
+        return state.duration, state.parents, self._bits(state.stage_bits)
+
+    def stage_counts(self, state: DAGState) -> dict[str, jax.Array]:
+        """`state.counts` unpacked, each `[..., J, S]`: left (tasks not started), running, moving (executors),
+        touched, delayed, selected (bool). For traces and tests; the env reads the fields where it needs
+        them."""
+        c, lay = state.counts, self.counts
+        flags = {f: lay.has(c, f) for f in ("touched", "delayed", "selected")}
+        return {"left": lay.left(c), "running": lay.running(c), "moving": lay.moving(c), **flags}
 
     def _bits(self, bits: jax.Array) -> jax.Array:
         """`bool[J, S]`: the bitmasks `i32[J]` unpacked."""
@@ -128,28 +138,30 @@ class DAGEnv(Environment[DAGState, DAGParams]):
     def _open(self, state: DAGState, params: DAGParams) -> jax.Array:
         """`bool[J, S]`: stages whose parents are finished, with tasks not yet covered and no timer running
         (runnable but for the round's selections)."""
-        n_tasks, _, parents, valid = self._stage_arrays(state, params)
+        _, parents, valid = self._stage_arrays(state, params)
         parents_done = (parents & ~state.fin_bits[:, None]) == 0
-        spare = n_tasks - state.dispatched - state.moving > 0
+        c, lay = state.counts, self.counts
+        spare = lay.left(c) - lay.moving(c) > 0
         return valid & parents_done & spare & (state.hold_until <= state.t)
 
     def _runnable(self, state: DAGState, params: DAGParams) -> jax.Array:
         """`bool[J, S]`: open stages (`_open`) not selected in this scheduling round."""
-        return self._open(state, params) & ~state.selected
+        return self._open(state, params) & ~self.counts.has(state.counts, "selected")
 
     def _bound(self, state: DAGState) -> jax.Array:
-        """`i32[J]`: executors running or moving for each slot's job: Σ over its stages of dispatched − done
-        (one running executor per started, unfinished task) + moving. A moving executor whose job left is in
-        no live slot's count (admission zeroes the slot's counters), as `_per_slot` would exclude it."""
+        """`i32[J]`: executors running or moving for each slot's job: Σ over its stages of running + moving.
+        A moving executor whose job left is in no live slot's count (admission zeroes the slot's counters),
+        as `_per_slot` would exclude it."""
         valid = self._bits(state.stage_bits)
-        per_stage = jnp.where(valid, state.dispatched - state.done + state.moving, 0)
+        c, lay = state.counts, self.counts
+        per_stage = jnp.where(valid, lay.running(c) + lay.moving(c), 0)
         return per_stage.sum(axis=1, dtype=jnp.int32)
 
     def _bound_of(self, state: DAGState, j) -> jax.Array:
         """`i32`: `_bound(state)[j]` for one slot (a row, not all of them)."""
         valid = self._bits(state.stage_bits[j][None])[0]
-        row = state.dispatched[j] - state.done[j] + state.moving[j]
-        return jnp.sum(jnp.where(valid, row, 0), dtype=jnp.int32)
+        row, lay = state.counts[j], self.counts
+        return jnp.sum(jnp.where(valid, lay.running(row) + lay.moving(row), 0), dtype=jnp.int32)
 
     def _per_slot(self, state: DAGState, flags, ex_job, ex_slot) -> jax.Array:
         """`i32[J]`: the `flags` executors (bool[k]) bound to each slot's job, given their `ex_job` and
@@ -165,14 +177,17 @@ class DAGEnv(Environment[DAGState, DAGParams]):
     def _decision_needed(self, state: DAGState, params: DAGParams) -> jax.Array:
         return jnp.any(state.ex_state == 0) & jnp.any(self._runnable(state, params))
 
-    def _task_durations(self, state, params, slot, stage, task, fresh, same_stage, ex_job, ex_slot, ex_state):
-        """`i32[k]`: the duration of a task of (`slot`, `stage`) with index `task` started on each executor
-        (i32[k] each), `fresh` to the job or continuing its `same_stage` (bool[k]). Without `task_waves`, the
-        template's duration (+ `warmup_delay` when fresh); with it, a draw from decima-sim's waves
-        (`envs.dag_waves`) keyed by the executors bound to the job (`ex_job`, `ex_slot`, `ex_state` after the
-        update: idle or running, not moving)."""
+    def _task_durations(
+        self, state, params, slot, stage, left, rank, fresh, same_stage, ex_job, ex_slot, ex_state
+    ):
+        """`i32[k]`: the duration of a task of (`slot`, `stage`) started on each executor (i32[k] each), the
+        `rank`-th of the `left` its stage had not started, `fresh` to the job or continuing its `same_stage`
+        (bool[k]). Without `task_waves`, the template's duration (+ `warmup_delay` when fresh); with it, a
+        draw from decima-sim's waves (`envs.dag_waves`) for that task index, keyed by the executors bound to
+        the job (`ex_job`, `ex_slot`, `ex_state` after the update: idle or running, not moving)."""
         if not self.config.task_waves:
             return state.duration[slot, stage] + jnp.where(fresh, params.warmup_delay, 0)
+        task = params.bank.n_tasks[state.slot_tmpl[slot], stage] - left + rank  # tasks go out in rank order
         job = state.slot_job[slot]
         per_job = self._per_slot(state, ex_state != 2, ex_job, ex_slot)  # [J]
         return sample_durations(
@@ -194,8 +209,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             n_finished=zi,
             slot_job=jnp.full((j,), -1, jnp.int32), slot_tmpl=jnp.zeros((j,), jnp.int32),
             slot_arrival=jnp.zeros((j,), jnp.int32),
-            dispatched=zjs, done=zjs, moving=zjs, delayed=jnp.zeros((j, s), bool), hold_until=zjs,
-            selected=jnp.zeros((j, s), bool), n_tasks=zjs, duration=zjs, parents=zjs,
+            counts=zjs, hold_until=zjs, duration=zjs, parents=zjs,
             stage_bits=jnp.zeros((j,), jnp.int32), fin_bits=jnp.zeros((j,), jnp.int32),
             forwarding=jnp.bool_(False),
             ex_state=jnp.zeros((k,), jnp.int32), ex_until=jnp.full((k,), INF_MS, jnp.int32),
@@ -237,7 +251,8 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         return in_range & runnable.reshape(-1)[a] & limit_ok & r_ok
 
     def _idle_ok(self, state: DAGState) -> jax.Array:
-        return ~state.delayed & (state.dispatched == 0) & (state.moving == 0)
+        """`bool[J, S]`: never delayed, nothing dispatched or sent to it (touched iff either ever was)."""
+        return (state.counts & (self.counts.flag("delayed") | self.counts.flag("touched"))) == 0
 
     def _apply(self, state: DAGState, params: DAGParams, action, valid) -> DAGState:
         """The action, where `valid` (else nothing): delay the stage (r > 0) or dispatch executors to it
@@ -248,13 +263,13 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         j, s = a // cfg.max_stages, a % cfg.max_stages
         p, r = action[1] + 1, action[2]
         delay, go = valid & (r > 0), valid & (r == 0)
-        n_tasks, duration, _, _ = self._stage_arrays(state, params)
-        length = n_tasks[j, s] * duration[j, s]
+        length = params.bank.n_tasks[state.slot_tmpl[j], s] * state.duration[j, s]
         idle = jnp.where(delay, jnp.maximum(_floor_mul_div(r, length, cfg.idle_levels), 1), 0)
-        state = self._dispatch(state, params, j, s, p, go)
+        state, counted = self._dispatch(state, params, j, s, p, go)
+        lay = self.counts
+        flags = jnp.where(valid, lay.flag("selected"), 0) | jnp.where(delay, lay.flag("delayed"), 0)
         return state.replace(
-            selected=state.selected.at[j, s].set(state.selected[j, s] | valid),
-            delayed=state.delayed.at[j, s].set(state.delayed[j, s] | delay),
+            counts=state.counts.at[j, s].set(counted | flags),
             hold_until=state.hold_until.at[j, s].set(
                 jnp.where(delay, state.t + idle, state.hold_until[j, s])
             ),
@@ -263,17 +278,20 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             idle_total=state.idle_total + idle.astype(jnp.float32) / 1000.0,
         )
 
-    def _dispatch(self, state: DAGState, params: DAGParams, j, s, p, go) -> DAGState:
+    def _dispatch(self, state: DAGState, params: DAGParams, j, s, p, go) -> tuple[DAGState, jax.Array]:
         """Where `go`, send `min(idle, remaining, p − bound)` idle executors to stage (j, s): the job's own
         first, then the rest, each by index; the rest move when `moving_delay > 0`, the others start a
-        task now."""
-        n_tasks, duration, _, _ = self._stage_arrays(state, params)
+        task now. Returns the state with the executors updated and the cell's new counts word (`i32`, for
+        the caller's one write of the cell)."""
+        lay = self.counts
+        cell = state.counts[j, s]
+        left = lay.left(cell)
         jid = state.slot_job[j]
         idle = state.ex_state == 0
         own = idle & (state.ex_job == jid)
         cls2 = idle & ~own
         rank = jnp.where(own, jnp.cumsum(own) - 1, own.sum(dtype=jnp.int32) + jnp.cumsum(cls2) - 1)
-        remaining = n_tasks[j, s] - state.dispatched[j, s] - state.moving[j, s]
+        remaining = left - lay.moving(cell)
         n = jnp.minimum(jnp.minimum(idle.sum(dtype=jnp.int32), remaining), p - self._bound_of(state, j))
         chosen = idle & (rank < n) & go
         moves = chosen & cls2 & (params.moving_delay > 0)
@@ -282,12 +300,13 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         ex_state = jnp.where(starts, 1, jnp.where(moves, 2, state.ex_state))
         ex_job = jnp.where(chosen, jid, state.ex_job)
         ex_slot = jnp.where(chosen, j, state.ex_slot)
-        # tasks go out in rank order: a start's task index is dispatched + its rank
-        task = state.dispatched[j, s] + rank
         run_for = self._task_durations(
-            state, params, j, s, task, fresh, state.ex_stage == s, ex_job, ex_slot, ex_state
+            state, params, j, s, left, rank, fresh, state.ex_stage == s, ex_job, ex_slot, ex_state
         )
         task_end = state.t + run_for
+        n_starts, n_moves = starts.sum(dtype=jnp.int32), moves.sum(dtype=jnp.int32)
+        counted = cell + lay.pack(left=-n_starts, running=n_starts, moving=n_moves)
+        counted = counted | jnp.where(go, lay.flag("touched"), 0)
         return state.replace(
             ex_state=ex_state,
             ex_until=jnp.where(
@@ -297,9 +316,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             ex_slot=ex_slot,
             ex_stage=jnp.where(chosen, s, state.ex_stage),
             ex_warm=jnp.where(starts, True, jnp.where(moves, False, state.ex_warm)),
-            dispatched=state.dispatched.at[j, s].add(starts.sum(dtype=jnp.int32)),
-            moving=state.moving.at[j, s].add(moves.sum(dtype=jnp.int32)),
-        )
+        ), counted
 
     # ---- events ----------------------------------------------------------------------------------
     def _advance(self, state: DAGState, params: DAGParams):
@@ -365,9 +382,11 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         cfg = self.config
         b = params.bank
         n = b.arrival.shape[1]
-        n_tasks, duration, _, _ = self._stage_arrays(state, params)
+        duration, _, _ = self._stage_arrays(state, params)
         k_slot, k_stage = state.ex_slot, jnp.maximum(state.ex_stage, 0)
-        left = (n_tasks - state.dispatched)[k_slot, k_stage]  # [k] tasks of its stage not started
+        lay = self.counts
+        ck = state.counts[k_slot, k_stage]  # [k] its stage's counts
+        left = lay.left(ck)  # tasks of its stage not started
         run = state.ex_state == 1
         in_move = state.ex_state == 2
         live = in_move & (state.slot_job[k_slot] == state.ex_job)  # moving to a job still in the system
@@ -375,12 +394,11 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         # and arrival is an event time
         cont = (run | live) & (left > 0) & (not cfg.task_waves)
         # A stage's bounds are minima over its executors with R, e and d the stage's: no per-stage min but
-        # for its first move arrival. e = dispatched − done (one running executor per started, unfinished
-        # task) + moving: read back, not counted by a scatter. k integer divisions, not J·S (a division does
-        # not vectorise on a CPU). (Bisecting the instant count instead saved events but cost more than it
-        # saved: 34k against 44k decisions/s at batch 1,024 on the AMD EPYC.)
-        n_run = (state.dispatched - state.done)[k_slot, k_stage]
-        n_on = n_run + state.moving[k_slot, k_stage]
+        # for its first move arrival. e = running + moving: read back, not counted by a scatter. k integer
+        # divisions, not J·S (a division does not vectorise on a CPU). (Bisecting the instant count instead
+        # saved events but cost more than it saved: 34k against 44k decisions/s at batch 1,024 on the EPYC.)
+        n_run = lay.running(ck)
+        n_on = n_run + lay.moving(ck)
         d = jnp.maximum(duration[k_slot, k_stage], 1)
 
         def after_rounds(u, n):  # u + (R // n)·d, saturating; R // n >= 0 (truncation floors)
@@ -395,7 +413,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         # A mover bounds by the first only where its stage has no running executor.
         c_slot = jnp.where(live & cont, k_slot, cfg.max_slots)  # others dropped
         u = state.ex_until
-        first_move = jnp.full(n_tasks.shape, INF_MS, jnp.int32).at[c_slot, k_stage].min(u, mode="drop")
+        first_move = jnp.full(duration.shape, INF_MS, jnp.int32).at[c_slot, k_stage].min(u, mode="drop")
         m = first_move[k_slot, k_stage]
         over_all, before_moves = after_rounds(jnp.minimum(u, m), n_on), jnp.minimum(after_rounds(u, n_run), m)
         by_running = jnp.maximum(over_all, before_moves)
@@ -410,7 +428,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             idling = each
         else:
             e_slot = jnp.where(ending, k_slot, cfg.max_slots)  # others out of range: dropped
-            finish = jnp.full(n_tasks.shape, -1, jnp.int32)
+            finish = jnp.full(duration.shape, -1, jnp.int32)
             finish = finish.at[e_slot, k_stage].max(state.ex_until, mode="drop")
             last = jnp.min(jnp.where(finish >= 0, finish, INF_MS))
             idling = jnp.where(jnp.any(self._open(state, params)), each, last)
@@ -429,7 +447,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         moving one arrives (its first task fresh: d + warm-up w) and then completes c_i − 1, with
         c_i = max(1, ⌈(t_next − until_i − w) / d⌉), ending up running, warm."""
         cfg = self.config
-        _, duration, _, _ = self._stage_arrays(state, params)
+        duration, _, _ = self._stage_arrays(state, params)
         k_stage = jnp.maximum(state.ex_stage, 0)
         d = jnp.maximum(duration[state.ex_slot, k_stage], 1)
         mover = state.ex_state == 2  # within `cont`: a live one
@@ -438,15 +456,14 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         c = jnp.where(ahead, jnp.maximum(-((state.ex_until + w - t_next) // d), 1), 0)
         started = ahead & mover
         c_slot = jnp.where(ahead, state.ex_slot, cfg.max_slots)
-        n_started = jnp.zeros_like(state.done).at[c_slot, k_stage].add(c, mode="drop")
-        n_arrived = jnp.zeros_like(state.done).at[c_slot, k_stage].add(started.astype(jnp.int32), mode="drop")
+        # c tasks started, of which the arrivals' first: left −c, running +arrived, moving −arrived
+        arrived = started.astype(jnp.int32)
+        step = self.counts.pack(left=-c, running=arrived, moving=-arrived)
         return state.replace(
             ex_state=jnp.where(started, 1, state.ex_state),
             ex_until=state.ex_until + c * d + jnp.where(started, w, 0),
             ex_warm=state.ex_warm | started,
-            done=state.done + n_started - n_arrived,
-            dispatched=state.dispatched + n_started,
-            moving=state.moving - n_arrived,
+            counts=state.counts.at[c_slot, k_stage].add(step, mode="drop"),
         )
 
     def _process(self, state: DAGState, params: DAGParams, active=True) -> DAGState:
@@ -456,34 +473,38 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         is gated by it, which is cheaper under `vmap` than a `lax.cond`."""
         cfg = self.config
         t = state.t
-        n_tasks, duration, _, valid = self._stage_arrays(state, params)
+        _, _, valid = self._stage_arrays(state, params)
         k_slot, k_stage = state.ex_slot, jnp.maximum(state.ex_stage, 0)
         oob = cfg.max_slots  # out-of-range slot: scatters drop it
+        lay = self.counts
 
         # 1. task completions (those before t only on stages with no task left: see `_next_event`) and
-        # 2. move arrivals (to a job still in the system). A stage's n_tasks − dispatched tasks go to its
-        # completing executors (they continue), then to its arriving ones (they start, fresh), each by index.
+        # 2. move arrivals (to a job still in the system). A stage's tasks not started go to its completing
+        # executors (they continue), then to its arriving ones (they start, fresh), each by index.
         comp = (state.ex_state == 1) & (state.ex_until <= t) & active
         arr = (state.ex_state == 2) & (state.ex_until == t) & active
         alive = arr & (state.slot_job[k_slot] == state.ex_job)
-        done = state.done.at[jnp.where(comp, k_slot, oob), k_stage].add(1, mode="drop")
-        moving = state.moving.at[jnp.where(alive, k_slot, oob), k_stage].add(-1, mode="drop")
-        left = (n_tasks - state.dispatched)[k_slot, k_stage]
+        left = lay.left(state.counts[k_slot, k_stage])
         rank = _rank_within(comp | alive, k_slot, k_stage, alive, (cfg.max_slots, cfg.max_stages))
         gets = (comp | alive) & (rank < left)
         cont, start = gets & comp, gets & alive
-        dispatched = state.dispatched.at[jnp.where(gets, k_slot, oob), k_stage].add(1, mode="drop")
+        # one scatter of packed increments: a task taken (left −1, running +1), a completion (running −1), an
+        # arrival (moving −1)
+        g, c_, a_ = (x.astype(jnp.int32) for x in (gets, comp, alive))
+        step = lay.pack(left=-g, running=g - c_, moving=-a_)
+        counts = state.counts.at[jnp.where(comp | alive, k_slot, oob), k_stage].add(step, mode="drop")
         ex_state = jnp.where(start, 1, jnp.where(arr | comp & ~cont, 0, state.ex_state))
-        task = state.dispatched[k_slot, k_stage] + rank  # tasks go out in rank order
         run_for = self._task_durations(
-            state, params, k_slot, k_stage, task, start, cont, state.ex_job, k_slot, ex_state
+            state, params, k_slot, k_stage, left, rank, start, cont, state.ex_job, k_slot, ex_state
         )
         task_end = t + run_for
         ex_until = jnp.where(gets, task_end, jnp.where(arr | comp, INF_MS, state.ex_until))
         went_idle = (comp & ~cont) | (arr & ~start)
-        newly_done = valid & (done >= n_tasks) & (state.done < n_tasks)
+        # a stage is done when all its tasks started and none runs; `fin_bits` has those done before
+        all_done = (counts & (lay.max_tasks | lay.pack(running=(1 << lay.k_bits) - 1))) == 0
+        newly_done = valid & all_done & ~self._bits(state.fin_bits)
         fin_bits = state.fin_bits | self._stage_bits(newly_done)
-        timer_end = state.delayed & (state.hold_until == t) & active
+        timer_end = lay.has(state.counts, "delayed") & (state.hold_until == t) & active
 
         # 3. finished jobs leave their slots
         finished_job = (state.slot_job >= 0) & (fin_bits == state.stage_bits) & active
@@ -502,9 +523,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             slot_job=jnp.where(finished_job, -1, state.slot_job),
             # a freed slot's per-stage arrays keep their stale values, masked by `stage_bits` = 0 wherever
             # read, until an admission overwrites them (`_arrive`): one pass per array, not two
-            dispatched=dispatched,
-            done=done,
-            moving=moving,
+            counts=counts,
             stage_bits=jnp.where(finished_job, 0, state.stage_bits),
             fin_bits=jnp.where(finished_job, 0, fin_bits),
         )
@@ -512,7 +531,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         admitted_before = state.next_admit
         state = self._arrive(state, params, active)
         trigger = went_idle.any() | newly_done.any() | timer_end.any() | (state.next_admit > admitted_before)
-        return state.replace(selected=state.selected & ~trigger)
+        return state.replace(counts=jnp.where(trigger, state.counts & ~lay.flag("selected"), state.counts))
 
     def _arrive(self, state: DAGState, params: DAGParams, active=True) -> DAGState:
         """Jobs due by `state.t` arrive; waiting jobs take free slots in arrival order, lowest slot first
@@ -532,12 +551,8 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         put = take[:, None]
         all_bits = jnp.left_shift(1, b.n_stages[tmpl]) - 1
         return state.replace(
-            dispatched=jnp.where(put, 0, state.dispatched),
-            done=jnp.where(put, 0, state.done),
-            moving=jnp.where(put, 0, state.moving),
-            delayed=state.delayed & ~put,
+            counts=jnp.where(put, b.n_tasks[tmpl], state.counts),  # every task left, nothing else
             hold_until=jnp.where(put, 0, state.hold_until),
-            n_tasks=jnp.where(put, b.n_tasks[tmpl], state.n_tasks),
             duration=jnp.where(put, b.duration[tmpl], state.duration),
             parents=jnp.where(put, b.parents[tmpl], state.parents),
             stage_bits=jnp.where(take, all_bits, state.stage_bits),
@@ -556,14 +571,16 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         inputs from these (`nn.idle_dag.network_inputs`), so heuristics and auto-reset do not pay for
         them (the logs were a third of a batched step)."""
         b = params.bank
-        n_tasks, duration, parents, valid = self._stage_arrays(state, params)
+        duration, parents, valid = self._stage_arrays(state, params)
+        c, lay = state.counts, self.counts
         idle = state.ex_state == 0
         n_idle = idle.sum(dtype=jnp.int32)
         runnable = self._runnable(state, params) & (n_idle > 0)
         bound = self._bound(state)
-        remaining = jnp.maximum(n_tasks - state.dispatched - state.moving, 0) * valid
-        not_started = jnp.maximum(n_tasks - state.dispatched, 0) * valid
-        on_stage = (state.dispatched - state.done) * valid  # one running executor per unfinished task
+        left = lay.left(c)
+        remaining = (left - lay.moving(c)) * valid
+        not_started = left * valid
+        on_stage = lay.running(c) * valid
         job_valid = state.slot_job >= 0
         tm = state.slot_tmpl
         return DAGObs(
@@ -571,7 +588,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             not_started=not_started,
             duration=duration * valid,
             on_stage=on_stage,
-            delayed=state.delayed & valid,
+            delayed=lay.has(c, "delayed") & valid,
             held=(state.hold_until > state.t) & valid,
             parents=parents * valid,
             height=b.height[tm] * valid,

@@ -55,6 +55,59 @@ class DAGConfig:
             )
 
 
+@dataclass(frozen=True)
+class StageCounts:
+    """How a stage's counters share one `i32` word (`DAGState.counts`), from the static executor count:
+    bits [0, T) tasks not started (`left`), then K bits each executors running its tasks and executors
+    moving to it (K = bit length of k, both <= k), then three flags — touched (a dispatch or a move ever
+    went to it), delayed (it had its idle slot), selected (chosen in this scheduling round). T = 28 − 2K
+    (16 bits, 65,535 tasks a stage, at k = 50): `make_params` refuses a bank with wider stages.
+
+    One word instead of five arrays: an event's count updates are one scatter-add of packed increments
+    (the fields never borrow: each stays >= 0), a read is one gather, and the state carries, selects and
+    resets one `[J, S]` array where it carried five."""
+
+    n_executors: int
+
+    @property
+    def k_bits(self) -> int:
+        return max(1, self.n_executors.bit_length())
+
+    @property
+    def task_bits(self) -> int:
+        return 28 - 2 * self.k_bits
+
+    @property
+    def max_tasks(self) -> int:
+        return (1 << self.task_bits) - 1
+
+    def _shift(self, field: str) -> int:
+        t, k = self.task_bits, self.k_bits
+        return {"running": t, "moving": t + k, "touched": t + 2 * k, "delayed": t + 2 * k + 1,
+                "selected": t + 2 * k + 2}[field]  # fmt: skip
+
+    def flag(self, field: str) -> int:
+        """The bit of flag `field` (touched, delayed, selected)."""
+        return 1 << self._shift(field)
+
+    def left(self, c):
+        return c & self.max_tasks
+
+    def running(self, c):
+        return jnp.right_shift(c, self._shift("running")) & ((1 << self.k_bits) - 1)
+
+    def moving(self, c):
+        return jnp.right_shift(c, self._shift("moving")) & ((1 << self.k_bits) - 1)
+
+    def has(self, c, field: str):
+        """`bool`: flag `field` set in `c`."""
+        return (c & self.flag(field)) != 0
+
+    def pack(self, left=0, running=0, moving=0):
+        """A packed increment (each part may be negative where the field stays >= 0)."""
+        return left + running * (1 << self._shift("running")) + moving * (1 << self._shift("moving"))
+
+
 @struct.dataclass
 class DAGParams:
     """The bank and every numeric knob (ms unless named): `moving_delay`, `warmup_delay` i32,
@@ -93,6 +146,14 @@ def make_params(
         raise ValueError(
             f"bank: templates have up to {widest} stages (padded to {s_bank}), wider than "
             f"dag.max_stages = {config.max_stages}"
+        )
+    widest_stage = int(np.max(np.asarray(bank.n_tasks), initial=0))
+    layout = StageCounts(config.n_executors)
+    if layout.task_bits < 1 or widest_stage > layout.max_tasks:
+        raise ValueError(
+            f"bank.n_tasks: stages of up to {widest_stage} tasks do not fit the per-stage counters at "
+            f"dag.n_executors = {config.n_executors} (at most {max(layout.max_tasks, 0)} tasks a stage; "
+            "envs.dag_params.StageCounts)"
         )
     if s_bank < config.max_stages:
         pad = config.max_stages - s_bank
@@ -140,15 +201,12 @@ class DAGState:
     slot_job: jnp.ndarray  # i32[J] episode job index, -1 empty
     slot_tmpl: jnp.ndarray  # i32[J] template index (0 when empty)
     slot_arrival: jnp.ndarray  # i32[J] ms
-    dispatched: jnp.ndarray  # i32[J, S] tasks started
-    done: jnp.ndarray  # i32[J, S] tasks finished
-    moving: jnp.ndarray  # i32[J, S] executors moving to the stage
-    delayed: jnp.ndarray  # bool[J, S] the stage had its one idle slot
+    # i32[J, S] packed (`StageCounts`): tasks not started, executors running / moving to it, flags touched,
+    # delayed (had its one idle slot), selected (chosen in this scheduling round; cleared by a trigger)
+    counts: jnp.ndarray
     hold_until: jnp.ndarray  # i32[J, S] end of the idle timer (0: never delayed)
-    selected: jnp.ndarray  # bool[J, S] chosen in this scheduling round (cleared by a trigger event)
-    # The slot's template, cached at admission; like the per-stage counters above, stale once the slot's
-    # job left (every reader masks by `stage_bits`) until the next admission overwrites it.
-    n_tasks: jnp.ndarray  # i32[J, S]
+    # The slot's template, cached at admission; like the counts above, stale once the slot's job left
+    # (every reader masks by `stage_bits`) until the next admission overwrites it.
     duration: jnp.ndarray  # i32[J, S] task duration, ms
     parents: jnp.ndarray  # i32[J, S] parent bitmask
     stage_bits: jnp.ndarray  # i32[J] bit s set: stage s exists (0 in empty slots; S <= 31)

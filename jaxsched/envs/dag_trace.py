@@ -36,8 +36,9 @@ class Hold(NamedTuple):
     end_s: float
 
 
-VIEW = ("t", "forwarding", "n_finished", "n_jobs", "slot_job", "hold_until", "n_tasks", "dispatched",
-        "ex_state", "ex_until", "ex_job", "ex_slot", "ex_stage")  # fmt: skip
+# the state fields a trace reads, and `left` (each stage's tasks not started, from the packed counts)
+VIEW = ("t", "forwarding", "n_finished", "n_jobs", "slot_job", "hold_until", "ex_state", "ex_until", "ex_job",
+        "ex_slot", "ex_stage")  # fmt: skip
 
 
 def trace_episode(env: DAGEnv, params, policy, policy_params, key, max_steps: int = 100_000, jit_policy=True):
@@ -51,7 +52,7 @@ def trace_episode(env: DAGEnv, params, policy, policy_params, key, max_steps: in
     apply = jax.jit(one._apply)
     advance = jax.jit(lambda st, p: one._advance(st, p)[:2])
     observe = jax.jit(one.observe)
-    view = jax.jit(lambda st: {k: getattr(st, k) for k in VIEW})
+    view = jax.jit(lambda st: {**{k: getattr(st, k) for k in VIEW}, "left": one.stage_counts(st)["left"]})
     act = jax.jit(policy) if jit_policy else policy
     k_reset, key = jax.random.split(key)
     obs, state = one.reset_env(k_reset, params)
@@ -109,7 +110,7 @@ def _update_runs(before, after, start: dict[int, int], runs: list[Run]) -> None:
         )
         if was == 1 and not same:
             j, s = int(before.ex_slot[e]), int(before.ex_stage[e])
-            had_tasks = before.n_tasks[j, s] - before.dispatched[j, s] > 0
+            had_tasks = before.left[j, s] > 0
             end = t if had_tasks else int(before.ex_until[e])
             runs.append(Run(e, int(before.ex_job[e]), s, start.pop(e) / 1e3, end / 1e3))
         if was == 2 and now == 1:  # a move ended and its first task began
