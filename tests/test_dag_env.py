@@ -351,7 +351,7 @@ def test_stage_counts_layout():
     assert int(c) >= 0  # bit 31 never used
     tm = DAGTemplates.from_lists([dict(name="w", adj=[[0]], n_tasks=[70000], duration=[5])], max_stages=2)
     bank = make_bank(tm, np.zeros((1, 1), np.int32), np.zeros((1, 1), np.int64))
-    with pytest.raises(ValueError, match=r"bank.n_tasks: stages of up to 70000 tasks .* n_executors = 50"):
+    with pytest.raises(ValueError, match=r"bank.n_tasks: stages of up to 70000 tasks .*dag.n_executors = 50"):
         DAGEnv(DAGConfig(n_executors=50, max_slots=2, max_stages=2)).make_params(bank)
     DAGEnv(DAGConfig(n_executors=10, max_slots=2, max_stages=2)).make_params(bank)  # 4-bit counts: 2**20 − 1
 

@@ -343,10 +343,11 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             n_sys = (st.next_arr - st.n_finished).astype(jnp.float32)
             dt = (t_new - st.t).astype(jnp.float32) / 1000.0
             reward = reward - dt * n_sys / params.reward_scale
+            t_old = st.t
             st = self._fast_forward(st, params, cont & go, t_new)
             st = st.replace(t=t_new, events=st.events + go)
             # Not a `lax.cond`: under `vmap` it would compute both sides and select over the whole state.
-            st = self._process(st, params, active=go & ~hit_max)
+            st = self._process(st, params, t_old, active=go & ~hit_max)
             return st, trunc | (go & hit_max), reward
 
         trunc, reward = jnp.bool_(False), jnp.float32(0.0)
@@ -431,13 +432,24 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             finish = jnp.full(duration.shape, -1, jnp.int32)
             finish = finish.at[e_slot, k_stage].max(state.ex_until, mode="drop")
             last = jnp.min(jnp.where(finish >= 0, finish, INF_MS))
-            idling = jnp.where(jnp.any(self._open(state, params)), each, last)
+            any_open = jnp.any(self._open(state, params))
+            idling = jnp.where(any_open, each, last)
         # arrivals that find no task (or no job): they go idle, a trigger
         moves = jnp.min(jnp.where(in_move & ~cont, state.ex_until, INF_MS))
         arrival = jnp.where(
             state.next_arr < state.n_jobs, b.arrival[state.ep, jnp.minimum(state.next_arr, n - 1)], INF_MS
         )
         timer = jnp.min(jnp.where(state.hold_until > state.t, state.hold_until, INF_MS))
+        if not cfg.task_waves:
+            # A timer's end is a trigger (selections clear) and opens its stage, but no decision can follow
+            # while every executor is busy: the next executor to idle is an event (its trigger clears the
+            # selections the same), and the stage is open by then. It must stay an event only where some
+            # executor idles now, or where the idlings are bulked to `last` because no stage is open yet:
+            # with the timer's stage open, the first of them (`each`) is a decision.
+            # (At truncation the state is final: the timer's trigger stays an event if nothing comes before.)
+            others = jnp.minimum(arrival, jnp.minimum(stage_next, jnp.minimum(idling, moves)))
+            busy_through = ~jnp.any(state.ex_state == 0) & (any_open | (each == INF_MS))
+            timer = jnp.where(busy_through & (others < params.max_time), INF_MS, timer)
         t_next = jnp.minimum(jnp.minimum(arrival, timer), jnp.minimum(stage_next, jnp.minimum(idling, moves)))
         return t_next, cont
 
@@ -466,11 +478,13 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             counts=state.counts.at[c_slot, k_stage].add(step, mode="drop"),
         )
 
-    def _process(self, state: DAGState, params: DAGParams, active=True) -> DAGState:
+    def _process(self, state: DAGState, params: DAGParams, since, active=True) -> DAGState:
         """Every event at `state.t`, in docs/dag.md's order: completions (with continuation), move
-        arrivals, stage/job completion, arrivals and admission, then the trigger that clears selections.
-        Where `active` is False (the episode was truncated at `state.t`) nothing happens: every event mask
-        is gated by it, which is cheaper under `vmap` than a `lax.cond`."""
+        arrivals, stage/job completion, arrivals and admission, then the trigger that clears selections —
+        also for timers that ended after the last event time `since` (`_next_event` skips a timer's end
+        while every executor is busy; its trigger is due by the next event, before any decision). Where
+        `active` is False (the episode was truncated at `state.t`) nothing happens: every event mask is
+        gated by it, which is cheaper under `vmap` than a `lax.cond`."""
         cfg = self.config
         t = state.t
         _, _, valid = self._stage_arrays(state, params)
@@ -504,7 +518,8 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         all_done = (counts & (lay.max_tasks | lay.pack(running=(1 << lay.k_bits) - 1))) == 0
         newly_done = valid & all_done & ~self._bits(state.fin_bits)
         fin_bits = state.fin_bits | self._stage_bits(newly_done)
-        timer_end = lay.has(state.counts, "delayed") & (state.hold_until == t) & active
+        ended = (state.hold_until > since) & (state.hold_until <= t)
+        timer_end = lay.has(state.counts, "delayed") & ended & active
 
         # 3. finished jobs leave their slots
         finished_job = (state.slot_job >= 0) & (fin_bits == state.stage_bits) & active
