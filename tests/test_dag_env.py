@@ -137,7 +137,7 @@ def ref_env(tm: DAGTemplates, template, arrival, **kw) -> RefDAGEnv:
     )  # fmt: skip
 
 
-def assert_same(env, n_tasks, obs, state, snap, where: str):
+def assert_same(env, n_tasks, n_stages, obs, state, snap, where: str):
     assert int(state.t) == snap["t"], where
     occupied = np.asarray(state.slot_job)[:, None] >= 0
     counts = unpacked_counts(env, state, n_tasks)
@@ -146,6 +146,19 @@ def assert_same(env, n_tasks, obs, state, snap, where: str):
         if value.ndim == 2 and value.shape[0] == J:  # per-stage: a freed slot keeps stale values (masked)
             value = np.where(occupied, value, 0)
         np.testing.assert_array_equal(value, snap[key], err_msg=f"{where}: {key}")
+    # the observation's per-stage properties, unpacked from its raw fields, against the reference's counters
+    tmpl = np.asarray(state.slot_tmpl)
+    valid = np.asarray(obs.stage_valid)
+    exists = np.arange(S)[None, :] < np.asarray(n_stages)[tmpl][:, None]
+    np.testing.assert_array_equal(valid, occupied & exists, f"{where}: obs.stage_valid")
+    left, running = np.asarray(n_tasks)[tmpl] - snap["dispatched"], snap["dispatched"] - snap["done"]
+    want = {"not_started": left, "remaining": left - snap["moving"], "on_stage": running,
+            "delayed": snap["delayed"], "held": snap["hold_until"] > snap["t"]}  # fmt: skip
+    stacked = jax.tree.map(lambda x: x[None, None], obs)  # leading batch axes: the same values
+    for key, value in want.items():
+        got = np.asarray(getattr(obs, key))
+        np.testing.assert_array_equal(got, np.where(valid, value, 0), f"{where}: obs.{key}")
+        np.testing.assert_array_equal(np.asarray(getattr(stacked, key))[0, 0], got, f"{where}: batched {key}")
     np.testing.assert_array_equal(np.asarray(obs.stage_mask), snap["stage_mask"], err_msg=f"{where}: mask")
     np.testing.assert_array_equal(np.asarray(obs.idle_ok), snap["idle_ok"], err_msg=f"{where}: idle_ok")
     np.testing.assert_array_equal(np.asarray(obs.bound), snap["bound"], err_msg=f"{where}: bound")
@@ -176,7 +189,7 @@ def run_sequence(seed: int, steps: int = 200, task_waves: bool = False):
         wave_kw = dict(waves=waves, data_points=WAVE_POINTS, wave_seed=int(state.seed))
     ref = ref_env(tm, template, arrival, **knobs, **wave_kw)
     snap = ref.reset()
-    assert_same(env, tm.n_tasks, obs, state, snap, f"seed {seed} reset")
+    assert_same(env, tm.n_tasks, tm.n_stages, obs, state, snap, f"seed {seed} reset")
     covered = {"idle": 0, "moving": 0, "invalid": 0, "truncated": 0}
     for i in range(steps):
         if rng.random() < 0.1:  # an invalid action now and then: nothing but the counter changes
@@ -186,7 +199,7 @@ def run_sequence(seed: int, steps: int = 200, task_waves: bool = False):
         snap, r_ref, term_ref, trunc_ref = ref.step(*a)
         obs, state, r, term, trunc, info = step(state, jnp.asarray(a, jnp.int32), params)
         where = f"seed {seed} step {i} action {a}"
-        assert_same(env, tm.n_tasks, obs, state, snap, where)
+        assert_same(env, tm.n_tasks, tm.n_stages, obs, state, snap, where)
         np.testing.assert_allclose(float(r), r_ref, rtol=1e-5, atol=1e-5, err_msg=where)
         assert (bool(term), bool(trunc)) == (term_ref, trunc_ref), where
         covered["idle"] += a[2] > 0 and not bool(info["invalid"])

@@ -586,29 +586,19 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         inputs from these (`nn.idle_dag.network_inputs`), so heuristics and auto-reset do not pay for
         them (the logs were a third of a batched step)."""
         b = params.bank
-        duration, parents, valid = self._stage_arrays(state, params)
-        c, lay = state.counts, self.counts
-        idle = state.ex_state == 0
-        n_idle = idle.sum(dtype=jnp.int32)
+        n_idle = (state.ex_state == 0).sum(dtype=jnp.int32)
         runnable = self._runnable(state, params) & (n_idle > 0)
         bound = self._bound(state)
-        left = lay.left(c)
-        remaining = (left - lay.moving(c)) * valid
-        not_started = left * valid
-        on_stage = lay.running(c) * valid
         job_valid = state.slot_job >= 0
         tm = state.slot_tmpl
         return DAGObs(
-            remaining=remaining,
-            not_started=not_started,
-            duration=duration * valid,
-            on_stage=on_stage,
-            delayed=lay.has(c, "delayed") & valid,
-            held=(state.hold_until > state.t) & valid,
-            parents=parents * valid,
-            height=b.height[tm] * valid,
-            bottom=b.bottom[tm] * valid,
-            stage_valid=valid,
+            counts=state.counts,
+            hold_until=state.hold_until,
+            stage_duration=state.duration,
+            stage_parents=state.parents,
+            stage_height=b.height[tm],
+            stage_bottom=b.bottom[tm],
+            stage_bits=state.stage_bits,
             job_valid=job_valid,
             job_order=state.slot_job,
             arrival=state.slot_arrival,
@@ -622,6 +612,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             n_idle=n_idle,
             n_waiting=state.next_arr - state.next_admit,
             t=state.t,
+            n_executors=self.config.n_executors,
         )
 
     def action_mask(self, state: DAGState, params: DAGParams) -> jax.Array:

@@ -236,28 +236,29 @@ class DAGObs:
     """What a policy sees (J slots × S stages; k executors): raw counts, times (ms unless named) and masks.
     The network's float inputs are derived from these (`nn.idle_dag.network_inputs`).
 
-    Per stage, i32[J, S] (0 in padding): remaining (tasks neither started nor covered by a moving
-      executor), not_started (tasks not started), duration (task duration), on_stage (executors running
-      it), parents (bitmask), height; bool[J, S]: delayed (had its idle slot), held (its timer runs),
-      stage_valid; bottom f32[J, S] (s, the longest path to a sink).
+    Per stage, [J, S] (0 in padding and in empty slots), read as properties: remaining (tasks neither started
+      nor covered by a moving executor), not_started (tasks not started), duration (task duration),
+      on_stage (executors running it), parents (bitmask), height i32; delayed (had its idle slot), held (its
+      timer runs), stage_valid bool; bottom f32 (s, the longest path to a sink).
     Per job slot, [J]: job_valid bool, job_order i32 (episode index, -1 empty), arrival i32, bound i32
       (executors running or moving for it), work, crit f32 (s: total work, critical path), width f32 (the
       paper's average width).
     Action masks: stage_mask bool[J·S] (runnable stages while an executor is idle), idle_ok bool[J·S]
       (r > 0 allowed), limit_min i32[J] (the smallest valid limit p = bound + 1; a_limit = p − 1).
     Cluster: n_idle i32 (idle executors), n_waiting i32 (arrived jobs waiting for a slot), t i32.
+
+    The per-stage fields are stored as the env holds them — the packed `counts` (`StageCounts`), the timer
+    ends, the slots' template arrays, unmasked, and `stage_bits` i32[J] — and unpacked where read (the
+    properties work under any leading batch axes): a step writes four `[J, S]` arrays for them, not ten.
     """
 
-    remaining: jnp.ndarray
-    not_started: jnp.ndarray
-    duration: jnp.ndarray
-    on_stage: jnp.ndarray
-    delayed: jnp.ndarray
-    held: jnp.ndarray
-    parents: jnp.ndarray
-    height: jnp.ndarray
-    bottom: jnp.ndarray
-    stage_valid: jnp.ndarray
+    counts: jnp.ndarray  # i32[J, S] packed per-stage counters (StageCounts), stale where not stage_valid
+    hold_until: jnp.ndarray  # i32[J, S] idle-timer ends
+    stage_duration: jnp.ndarray  # i32[J, S] as the slot's template has it (stale in an empty slot)
+    stage_parents: jnp.ndarray  # i32[J, S]
+    stage_height: jnp.ndarray  # i32[J, S]
+    stage_bottom: jnp.ndarray  # f32[J, S]
+    stage_bits: jnp.ndarray  # i32[J] bit s: stage s exists (0 in an empty slot)
     job_valid: jnp.ndarray
     job_order: jnp.ndarray
     arrival: jnp.ndarray
@@ -271,3 +272,49 @@ class DAGObs:
     n_idle: jnp.ndarray
     n_waiting: jnp.ndarray
     t: jnp.ndarray
+    n_executors: int = struct.field(pytree_node=False)  # the counts' layout
+
+    @property
+    def stage_valid(self):
+        s = jnp.arange(self.counts.shape[-1], dtype=jnp.int32)
+        return (jnp.right_shift(jnp.asarray(self.stage_bits)[..., None], s) & 1) == 1
+
+    def _masked(self, x):
+        return x * self.stage_valid
+
+    @property
+    def remaining(self):
+        lay = StageCounts(self.n_executors)
+        return self._masked(lay.left(self.counts) - lay.moving(self.counts))
+
+    @property
+    def not_started(self):
+        return self._masked(StageCounts(self.n_executors).left(self.counts))
+
+    @property
+    def on_stage(self):
+        return self._masked(StageCounts(self.n_executors).running(self.counts))
+
+    @property
+    def delayed(self):
+        return StageCounts(self.n_executors).has(self.counts, "delayed") & self.stage_valid
+
+    @property
+    def held(self):
+        return (self.hold_until > jnp.asarray(self.t)[..., None, None]) & self.stage_valid
+
+    @property
+    def duration(self):
+        return self._masked(self.stage_duration)
+
+    @property
+    def parents(self):
+        return self._masked(self.stage_parents)
+
+    @property
+    def height(self):
+        return self._masked(self.stage_height)
+
+    @property
+    def bottom(self):
+        return self._masked(self.stage_bottom)
