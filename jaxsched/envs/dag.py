@@ -412,10 +412,18 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         # non-decreasing in a running executor's `until` once M is known, so the larger of the two per
         # running executor, minimised over them, is the stage's bound: one scatter (M), not one per bound.
         # A mover bounds by the first only where its stage has no running executor.
-        c_slot = jnp.where(live & cont, k_slot, cfg.max_slots)  # others dropped
+        # One scatter-min serves M and, below, each exhausted stage's finish (the max `until` of its
+        # executors, stored negated): a stage has tasks left (`cont` executors) or none (`ending` ones), never
+        # both, so the two never share a cell. Cells: M >= 0, −finish < 0, INF_MS for neither.
         u = state.ex_until
-        first_move = jnp.full(duration.shape, INF_MS, jnp.int32).at[c_slot, k_stage].min(u, mode="drop")
-        m = first_move[k_slot, k_stage]
+        ending = run & ~cont
+        per_stage = jnp.full(duration.shape, INF_MS, jnp.int32)
+        if cfg.task_waves:  # no closed form, no `cont` executor: only the finishes (unused with waves)
+            per_stage_min = per_stage
+        else:
+            c_slot = jnp.where((live & cont) | ending, k_slot, cfg.max_slots)  # others dropped
+            per_stage_min = per_stage.at[c_slot, k_stage].min(jnp.where(ending, -u, u), mode="drop")
+        m = per_stage_min[k_slot, k_stage]  # >= 0 for a `cont` executor's stage
         over_all, before_moves = after_rounds(jnp.minimum(u, m), n_on), jnp.minimum(after_rounds(u, n_run), m)
         by_running = jnp.maximum(over_all, before_moves)
         bound = jnp.where(run, by_running, jnp.where(n_run > 0, INF_MS, after_rounds(u, n_on)))
@@ -423,15 +431,11 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         # An executor on a stage with no task left idles at its `until` (a trigger). If no stage is open,
         # that cannot lead to a decision, so only the stage's finish (its last executor) matters and the
         # earlier idlings are applied in bulk at the next event time (`_process` takes `until <= t`).
-        ending = run & ~cont
         each = jnp.min(jnp.where(ending, state.ex_until, INF_MS))
         if cfg.task_waves:
             idling = each
         else:
-            e_slot = jnp.where(ending, k_slot, cfg.max_slots)  # others out of range: dropped
-            finish = jnp.full(duration.shape, -1, jnp.int32)
-            finish = finish.at[e_slot, k_stage].max(state.ex_until, mode="drop")
-            last = jnp.min(jnp.where(finish >= 0, finish, INF_MS))
+            last = jnp.min(jnp.where(per_stage_min < 0, -per_stage_min, INF_MS))  # earliest stage finish
             any_open = jnp.any(self._open(state, params))
             idling = jnp.where(any_open, each, last)
         # arrivals that find no task (or no job): they go idle, a trigger
