@@ -438,8 +438,13 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             last = jnp.min(jnp.where(per_stage_min < 0, -per_stage_min, INF_MS))  # earliest stage finish
             any_open = jnp.any(self._open(state, params))
             idling = jnp.where(any_open, each, last)
-        # arrivals that find no task (or no job): they go idle, a trigger
+        # arrivals that find no task (or no job): they go idle, a trigger; with no stage open, like the
+        # idlings above, in bulk at the next event time (a mover's fate is fixed: its stage has no task left,
+        # or its job left)
         moves = jnp.min(jnp.where(in_move & ~cont, state.ex_until, INF_MS))
+        bulk_moves = moves
+        if not cfg.task_waves:
+            moves = jnp.where(any_open, moves, INF_MS)
         arrival = jnp.where(
             state.next_arr < state.n_jobs, b.arrival[state.ep, jnp.minimum(state.next_arr, n - 1)], INF_MS
         )
@@ -452,7 +457,8 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             # with the timer's stage open, the first of them (`each`) is a decision.
             # (At truncation the state is final: the timer's trigger stays an event if nothing comes before.)
             others = jnp.minimum(arrival, jnp.minimum(stage_next, jnp.minimum(idling, moves)))
-            busy_through = ~jnp.any(state.ex_state == 0) & (any_open | (each == INF_MS))
+            bulked = jnp.minimum(each, bulk_moves)  # idlings held for the next event while none is open
+            busy_through = ~jnp.any(state.ex_state == 0) & (any_open | (bulked == INF_MS))
             timer = jnp.where(busy_through & (others < params.max_time), INF_MS, timer)
         t_next = jnp.minimum(jnp.minimum(arrival, timer), jnp.minimum(stage_next, jnp.minimum(idling, moves)))
         return t_next, cont
@@ -500,7 +506,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         # 2. move arrivals (to a job still in the system). A stage's tasks not started go to its completing
         # executors (they continue), then to its arriving ones (they start, fresh), each by index.
         comp = (state.ex_state == 1) & (state.ex_until <= t) & active
-        arr = (state.ex_state == 2) & (state.ex_until == t) & active
+        arr = (state.ex_state == 2) & (state.ex_until <= t) & active  # earlier ones: bulked (`_next_event`)
         alive = arr & (state.slot_job[k_slot] == state.ex_job)
         left = lay.left(state.counts[k_slot, k_stage])
         rank = _rank_within(comp | alive, k_slot, k_stage, alive, (cfg.max_slots, cfg.max_stages))
