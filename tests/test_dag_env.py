@@ -238,6 +238,25 @@ def test_differential_task_waves():
     assert total["idle"] > 30 and total["moving"] > 20 and total["invalid"] > 20
 
 
+def test_a_stage_is_chosen_once_per_round():
+    """Decima's `node_selected`: a stage chosen with a limit that leaves executors idle is not runnable
+    again until the next trigger; choosing it again is invalid (nothing changes but the counter), while the
+    other root stays valid."""
+    roots = np.zeros((2, 2), bool)  # two independent stages of one job
+    tm = DAGTemplates.from_lists([dict(name="two", adj=roots, n_tasks=[5, 5], duration=[1000, 1000])])
+    env = DAGEnv(DAGConfig(n_executors=3, max_slots=1, max_stages=2, idle_levels=4))
+    params = env.make_params(make_bank(tm, [[0]], [[0]]))
+    step = jax.jit(lambda st, a: env.step_env(jax.random.PRNGKey(0), st, jnp.asarray(a, jnp.int32), params))
+    obs, state = env.reset_env(jax.random.PRNGKey(0), params)
+    obs, state, *_, info = step(state, (0, 0, 0))  # stage 0 with limit 1: one executor, two stay idle
+    assert not bool(info["invalid"]) and int(obs.n_idle) == 2 and int(state.t) == 0
+    assert obs.stage_mask.tolist() == [False, True]
+    obs, again, *_, info = step(state, (0, 1, 0))  # stage 0 again, a larger limit: selected this round
+    assert bool(info["invalid"]) and int(again.invalid) == 1 and int(obs.n_idle) == 2
+    _, _, *_, info = step(state, (1, 1, 0))
+    assert not bool(info["invalid"])
+
+
 # ---- the paper's hand cases ----------------------------------------------------------------------------
 def fig1_params(reward_scale=1.0, **knobs):
     one = np.zeros((1, 1), bool)

@@ -148,6 +148,14 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         """`bool[J, S]`: open stages (`_open`) not selected in this scheduling round."""
         return self._open(state, params) & ~self.counts.has(state.counts, "selected")
 
+    def _runnable_at(self, state: DAGState, j, s) -> jax.Array:
+        """`bool`: `_runnable(state)[j, s]`, from that cell alone (an action reads one stage)."""
+        c, lay = state.counts[j, s], self.counts
+        exists = (jnp.right_shift(state.stage_bits[j], s) & 1) == 1
+        parents_done = (state.parents[j, s] & ~state.fin_bits[j]) == 0
+        spare = lay.left(c) - lay.moving(c) > 0
+        return exists & parents_done & spare & (state.hold_until[j, s] <= state.t) & ~lay.has(c, "selected")
+
     def _bound(self, state: DAGState) -> jax.Array:
         """`i32[J]`: executors running or moving for each slot's job: Σ over its stages of running + moving.
         A moving executor whose job left is in no live slot's count (admission zeroes the slot's counters),
@@ -240,19 +248,20 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         executors, and `r > 0` only for a stage never delayed and not started."""
         cfg = self.config
         a_stage, a_limit, r = action[0], action[1], action[2]
-        runnable = self._runnable(state, params) & jnp.any(state.ex_state == 0)
         in_range = (a_stage >= 0) & (a_stage < cfg.max_slots * cfg.max_stages)
         a = jnp.clip(a_stage, 0, cfg.max_slots * cfg.max_stages - 1)
         j, s = a // cfg.max_stages, a % cfg.max_stages
+        runnable = self._runnable_at(state, j, s) & jnp.any(state.ex_state == 0)
         bound = self._bound_of(state, j)
         limit_ok = (a_limit >= bound) & (a_limit < cfg.n_executors)
-        idle_ok = self._idle_ok(state)[j, s]
+        idle_ok = self._idle_ok(state.counts[j, s])
         r_ok = (r == 0) | ((r > 0) & (r <= cfg.idle_levels) & idle_ok)
-        return in_range & runnable.reshape(-1)[a] & limit_ok & r_ok
+        return in_range & runnable & limit_ok & r_ok
 
-    def _idle_ok(self, state: DAGState) -> jax.Array:
-        """`bool[J, S]`: never delayed, nothing dispatched or sent to it (touched iff either ever was)."""
-        return (state.counts & (self.counts.flag("delayed") | self.counts.flag("touched"))) == 0
+    def _idle_ok(self, counts: jax.Array) -> jax.Array:
+        """`bool[...]` of packed `counts` (any shape): never delayed, nothing dispatched or sent to the stage
+        (touched iff either ever was), so an idle slot may be inserted before it."""
+        return (counts & (self.counts.flag("delayed") | self.counts.flag("touched"))) == 0
 
     def _apply(self, state: DAGState, params: DAGParams, action, valid) -> DAGState:
         """The action, where `valid` (else nothing): delay the stage (r > 0) or dispatch executors to it
@@ -337,17 +346,16 @@ class DAGEnv(Environment[DAGState, DAGParams]):
 
         def one_event_time(st, trunc, reward, go=True):
             """The next event time, where `go` (else nothing changes: every update is gated by it)."""
-            t_next, cont = self._next_event(st, params)
+            t_next, cont, first_timer = self._next_event(st, params)
             hit_max = t_next >= params.max_time
             t_new = jnp.where(go, jnp.minimum(t_next, params.max_time), st.t)
             n_sys = (st.next_arr - st.n_finished).astype(jnp.float32)
             dt = (t_new - st.t).astype(jnp.float32) / 1000.0
             reward = reward - dt * n_sys / params.reward_scale
-            t_old = st.t
             st = self._fast_forward(st, params, cont & go, t_new)
             st = st.replace(t=t_new, events=st.events + go)
             # Not a `lax.cond`: under `vmap` it would compute both sides and select over the whole state.
-            st = self._process(st, params, t_old, active=go & ~hit_max)
+            st = self._process(st, params, first_timer <= t_new, active=go & ~hit_max)
             return st, trunc | (go & hit_max), reward
 
         trunc, reward = jnp.bool_(False), jnp.float32(0.0)
@@ -369,9 +377,10 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         return state.replace(ret=state.ret + reward, forwarding=waiting(state, trunc)), trunc, reward
 
     def _next_event(self, state: DAGState, params: DAGParams):
-        """`(t_next, cont)`: the next event time that can matter, and `bool[k]` the executors whose stage
-        still has tasks to hand out — running ones and live moving ones — whose task starts before `t_next`
-        only continue the stage (a move's arrival that starts a task is not a trigger either).
+        """`(t_next, cont, first_timer)`: the next event time that can matter; `bool[k]` the executors whose
+        stage still has tasks to hand out — running ones and live moving ones — whose task starts before
+        `t_next` only continue the stage (a move's arrival that starts a task is not a trigger either); and
+        the first running timer's end (INF_MS if none), an event time or not.
 
         An executor's instants (when it takes a task) are `until_i + m·d` when running; when moving,
         its arrival `until_i`, then `until_i + w + m·d` (m >= 1; its first task carries the warm-up w).
@@ -448,7 +457,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         arrival = jnp.where(
             state.next_arr < state.n_jobs, b.arrival[state.ep, jnp.minimum(state.next_arr, n - 1)], INF_MS
         )
-        timer = jnp.min(jnp.where(state.hold_until > state.t, state.hold_until, INF_MS))
+        first_timer = timer = jnp.min(jnp.where(state.hold_until > state.t, state.hold_until, INF_MS))
         if not cfg.task_waves:
             # A timer's end is a trigger (selections clear) and opens its stage, but no decision can follow
             # while every executor is busy: the next executor to idle is an event (its trigger clears the
@@ -461,7 +470,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             busy_through = ~jnp.any(state.ex_state == 0) & (any_open | (bulked == INF_MS))
             timer = jnp.where(busy_through & (others < params.max_time), INF_MS, timer)
         t_next = jnp.minimum(jnp.minimum(arrival, timer), jnp.minimum(stage_next, jnp.minimum(idling, moves)))
-        return t_next, cont
+        return t_next, cont, first_timer
 
     def _fast_forward(self, state: DAGState, params: DAGParams, cont, t_next) -> DAGState:
         """Apply every instant strictly before `t_next` of the `cont` executors (`_next_event`): each starts
@@ -488,11 +497,12 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             counts=state.counts.at[c_slot, k_stage].add(step, mode="drop"),
         )
 
-    def _process(self, state: DAGState, params: DAGParams, since, active=True) -> DAGState:
+    def _process(self, state: DAGState, params: DAGParams, timers_ended, active=True) -> DAGState:
         """Every event at `state.t`, in docs/dag.md's order: completions (with continuation), move
         arrivals, stage/job completion, arrivals and admission, then the trigger that clears selections —
-        also for timers that ended after the last event time `since` (`_next_event` skips a timer's end
-        while every executor is busy; its trigger is due by the next event, before any decision). Where
+        also where `timers_ended` (bool: some timer ended since the last event time; `_next_event` skips a
+        timer's end while every executor is busy, its trigger due by the next event, before any decision).
+        Where
         `active` is False (the episode was truncated at `state.t`) nothing happens: every event mask is
         gated by it, which is cheaper under `vmap` than a `lax.cond`."""
         cfg = self.config
@@ -528,8 +538,6 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         all_done = (counts & (lay.max_tasks | lay.pack(running=(1 << lay.k_bits) - 1))) == 0
         newly_done = valid & all_done & ~self._bits(state.fin_bits)
         fin_bits = state.fin_bits | self._stage_bits(newly_done)
-        ended = (state.hold_until > since) & (state.hold_until <= t)
-        timer_end = lay.has(state.counts, "delayed") & ended & active
 
         # 3. finished jobs leave their slots
         finished_job = (state.slot_job >= 0) & (fin_bits == state.stage_bits) & active
@@ -555,7 +563,8 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         # 4. arrivals and admission; 6. a trigger clears every selection
         admitted_before = state.next_admit
         state = self._arrive(state, params, active)
-        trigger = went_idle.any() | newly_done.any() | timer_end.any() | (state.next_admit > admitted_before)
+        admitted = state.next_admit > admitted_before
+        trigger = went_idle.any() | newly_done.any() | (timers_ended & active) | admitted
         return state.replace(counts=jnp.where(trigger, state.counts & ~lay.flag("selected"), state.counts))
 
     def _arrive(self, state: DAGState, params: DAGParams, active=True) -> DAGState:
@@ -617,7 +626,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             crit=b.crit[tm] * job_valid,
             width=b.width[tm] * job_valid,
             stage_mask=runnable.reshape(-1),
-            idle_ok=(runnable & self._idle_ok(state)).reshape(-1),
+            idle_ok=(runnable & self._idle_ok(state.counts)).reshape(-1),
             limit_min=bound + 1,
             n_idle=n_idle,
             n_waiting=state.next_arr - state.next_admit,
