@@ -152,7 +152,7 @@ def assert_same(env, n_tasks, n_stages, obs, state, snap, where: str):
     exists = np.arange(S)[None, :] < np.asarray(n_stages)[tmpl][:, None]
     np.testing.assert_array_equal(valid, occupied & exists, f"{where}: obs.stage_valid")
     left, running = np.asarray(n_tasks)[tmpl] - snap["dispatched"], snap["dispatched"] - snap["done"]
-    want = {"not_started": left, "remaining": left - snap["moving"], "on_stage": running,
+    want = {"not_started": left, "remaining": np.maximum(left - snap["moving"], 0), "on_stage": running,
             "delayed": snap["delayed"], "held": snap["hold_until"] > snap["t"]}  # fmt: skip
     stacked = jax.tree.map(lambda x: x[None, None], obs)  # leading batch axes: the same values
     for key, value in want.items():

@@ -32,6 +32,8 @@ Choices the paper leaves open (with Decima's simulator as the reference where it
 Per event time the work is O(J·S + k) (executors that finish together are ranked by bitsets,
 `_rank_within`); completions that only continue a stage, and move arrivals that start a task, are
 fast-forwarded in closed form (`_advance`), so a decision costs a few event times, not one per task.
+A stage's counters (tasks left, executors running it and moving to it, its flags) are one packed word
+(`dag_params.StageCounts`): an event's count updates are one scatter-add.
 """
 
 from __future__ import annotations
@@ -421,9 +423,9 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         # non-decreasing in a running executor's `until` once M is known, so the larger of the two per
         # running executor, minimised over them, is the stage's bound: one scatter (M), not one per bound.
         # A mover bounds by the first only where its stage has no running executor.
-        # One scatter-min serves M and, below, each exhausted stage's finish (the max `until` of its
-        # executors, stored negated): a stage has tasks left (`cont` executors) or none (`ending` ones), never
-        # both, so the two never share a cell. Cells: M >= 0, −finish < 0, INF_MS for neither.
+        #   One scatter-min serves M and, below, each exhausted stage's finish (the max `until` of its
+        # executors, stored negated): a stage has tasks left (`cont` executors) or none (`ending` ones),
+        # never both, so the two never share a cell. Cells: M >= 0, −finish < 0, INF_MS for neither.
         u = state.ex_until
         ending = run & ~cont
         per_stage = jnp.full(duration.shape, INF_MS, jnp.int32)
@@ -502,9 +504,8 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         arrivals, stage/job completion, arrivals and admission, then the trigger that clears selections —
         also where `timers_ended` (bool: some timer ended since the last event time; `_next_event` skips a
         timer's end while every executor is busy, its trigger due by the next event, before any decision).
-        Where
-        `active` is False (the episode was truncated at `state.t`) nothing happens: every event mask is
-        gated by it, which is cheaper under `vmap` than a `lax.cond`."""
+        Where `active` is False (the episode was truncated at `state.t`) nothing happens: every event mask
+        is gated by it, which is cheaper under `vmap` than a `lax.cond`."""
         cfg = self.config
         t = state.t
         _, _, valid = self._stage_arrays(state, params)

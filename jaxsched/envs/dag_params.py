@@ -284,8 +284,9 @@ class DAGObs:
 
     @property
     def remaining(self):
+        # movers en route can outnumber the tasks left (executors that continued took them first): 0 then
         lay = StageCounts(self.n_executors)
-        return self._masked(lay.left(self.counts) - lay.moving(self.counts))
+        return self._masked(jnp.maximum(lay.left(self.counts) - lay.moving(self.counts), 0))
 
     @property
     def not_started(self):
