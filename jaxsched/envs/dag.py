@@ -102,7 +102,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
 
     def __init__(self, config: DAGConfig | None = None):
         self.config = DAGConfig() if config is None else config
-        self.counts = StageCounts(self.config.n_executors)  # the layout of `state.counts`
+        self.layout = StageCounts(self.config.n_executors)  # the layout of `state.counts`
 
     def make_params(self, bank: DAGBank, **kwargs) -> DAGParams:
         """`dag_params.make_params` for this env's config."""
@@ -123,7 +123,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         """`state.counts` unpacked, each `[..., J, S]`: left (tasks not started), running, moving (executors),
         touched, delayed, selected (bool). For traces and tests; the env reads the fields where it needs
         them."""
-        c, lay = state.counts, self.counts
+        c, lay = state.counts, self.layout
         flags = {f: lay.has(c, f) for f in ("touched", "delayed", "selected")}
         return {"left": lay.left(c), "running": lay.running(c), "moving": lay.moving(c), **flags}
 
@@ -142,17 +142,17 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         (runnable but for the round's selections)."""
         _, parents, valid = self._stage_arrays(state, params)
         parents_done = (parents & ~state.fin_bits[:, None]) == 0
-        c, lay = state.counts, self.counts
+        c, lay = state.counts, self.layout
         spare = lay.left(c) - lay.moving(c) > 0
         return valid & parents_done & spare & (state.hold_until <= state.t)
 
     def _runnable(self, state: DAGState, params: DAGParams) -> jax.Array:
         """`bool[J, S]`: open stages (`_open`) not selected in this scheduling round."""
-        return self._open(state, params) & ~self.counts.has(state.counts, "selected")
+        return self._open(state, params) & ~self.layout.has(state.counts, "selected")
 
     def _runnable_at(self, state: DAGState, j, s) -> jax.Array:
         """`bool`: `_runnable(state)[j, s]`, from that cell alone (an action reads one stage)."""
-        c, lay = state.counts[j, s], self.counts
+        c, lay = state.counts[j, s], self.layout
         exists = (jnp.right_shift(state.stage_bits[j], s) & 1) == 1
         parents_done = (state.parents[j, s] & ~state.fin_bits[j]) == 0
         spare = lay.left(c) - lay.moving(c) > 0
@@ -163,14 +163,14 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         A moving executor whose job left is in no live slot's count (admission zeroes the slot's counters),
         as `_per_slot` would exclude it."""
         valid = self._bits(state.stage_bits)
-        c, lay = state.counts, self.counts
+        c, lay = state.counts, self.layout
         per_stage = jnp.where(valid, lay.running(c) + lay.moving(c), 0)
         return per_stage.sum(axis=1, dtype=jnp.int32)
 
     def _bound_of(self, state: DAGState, j) -> jax.Array:
         """`i32`: `_bound(state)[j]` for one slot (a row, not all of them)."""
         valid = self._bits(state.stage_bits[j][None])[0]
-        row, lay = state.counts[j], self.counts
+        row, lay = state.counts[j], self.layout
         return jnp.sum(jnp.where(valid, lay.running(row) + lay.moving(row), 0), dtype=jnp.int32)
 
     def _per_slot(self, state: DAGState, flags, ex_job, ex_slot) -> jax.Array:
@@ -263,7 +263,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
     def _idle_ok(self, counts: jax.Array) -> jax.Array:
         """`bool[...]` of packed `counts` (any shape): never delayed, nothing dispatched or sent to the stage
         (touched iff either ever was), so an idle slot may be inserted before it."""
-        return (counts & (self.counts.flag("delayed") | self.counts.flag("touched"))) == 0
+        return (counts & (self.layout.flag("delayed") | self.layout.flag("touched"))) == 0
 
     def _apply(self, state: DAGState, params: DAGParams, action, valid) -> DAGState:
         """The action, where `valid` (else nothing): delay the stage (r > 0) or dispatch executors to it
@@ -277,7 +277,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         length = params.bank.n_tasks[state.slot_tmpl[j], s] * state.duration[j, s]
         idle = jnp.where(delay, jnp.maximum(_floor_mul_div(r, length, cfg.idle_levels), 1), 0)
         state, counted = self._dispatch(state, params, j, s, p, go)
-        lay = self.counts
+        lay = self.layout
         flags = jnp.where(valid, lay.flag("selected"), 0) | jnp.where(delay, lay.flag("delayed"), 0)
         return state.replace(
             counts=state.counts.at[j, s].set(counted | flags),
@@ -294,7 +294,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         first, then the rest, each by index; the rest move when `moving_delay > 0`, the others start a
         task now. Returns the state with the executors updated and the cell's new counts word (`i32`, for
         the caller's one write of the cell)."""
-        lay = self.counts
+        lay = self.layout
         cell = state.counts[j, s]
         left = lay.left(cell)
         jid = state.slot_job[j]
@@ -396,7 +396,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         n = b.arrival.shape[1]
         duration, _, _ = self._stage_arrays(state, params)
         k_slot, k_stage = state.ex_slot, jnp.maximum(state.ex_stage, 0)
-        lay = self.counts
+        lay = self.layout
         ck = state.counts[k_slot, k_stage]  # [k] its stage's counts
         left = lay.left(ck)  # tasks of its stage not started
         run = state.ex_state == 1
@@ -491,7 +491,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         c_slot = jnp.where(ahead, state.ex_slot, cfg.max_slots)
         # c tasks started, of which the arrivals' first: left −c, running +arrived, moving −arrived
         arrived = started.astype(jnp.int32)
-        step = self.counts.pack(left=-c, running=arrived, moving=-arrived)
+        step = self.layout.pack(left=-c, running=arrived, moving=-arrived)
         return state.replace(
             ex_state=jnp.where(started, 1, state.ex_state),
             ex_until=state.ex_until + c * d + jnp.where(started, w, 0),
@@ -511,7 +511,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         _, _, valid = self._stage_arrays(state, params)
         k_slot, k_stage = state.ex_slot, jnp.maximum(state.ex_stage, 0)
         oob = cfg.max_slots  # out-of-range slot: scatters drop it
-        lay = self.counts
+        lay = self.layout
 
         # 1. task completions (those before t only on stages with no task left: see `_next_event`) and
         # 2. move arrivals (to a job still in the system). A stage's tasks not started go to its completing
