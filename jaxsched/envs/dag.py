@@ -536,7 +536,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         ex_until = jnp.where(gets, task_end, jnp.where(arr | comp, INF_MS, state.ex_until))
         went_idle = (comp & ~cont) | (arr & ~start)
         # a stage is done when all its tasks started and none runs; `fin_bits` has those done before
-        all_done = (counts & (lay.max_tasks | lay.pack(running=(1 << lay.k_bits) - 1))) == 0
+        all_done = (lay.left(counts) == 0) & (lay.running(counts) == 0)
         newly_done = valid & all_done & ~self._bits(state.fin_bits)
         fin_bits = state.fin_bits | self._stage_bits(newly_done)
 

@@ -283,22 +283,26 @@ class DAGObs:
         return x * self.stage_valid
 
     @property
+    def _layout(self) -> StageCounts:
+        return StageCounts(self.n_executors)
+
+    @property
     def remaining(self):
         # movers en route can outnumber the tasks left (executors that continued took them first): 0 then
-        lay = StageCounts(self.n_executors)
+        lay = self._layout
         return self._masked(jnp.maximum(lay.left(self.counts) - lay.moving(self.counts), 0))
 
     @property
     def not_started(self):
-        return self._masked(StageCounts(self.n_executors).left(self.counts))
+        return self._masked(self._layout.left(self.counts))
 
     @property
     def on_stage(self):
-        return self._masked(StageCounts(self.n_executors).running(self.counts))
+        return self._masked(self._layout.running(self.counts))
 
     @property
     def delayed(self):
-        return StageCounts(self.n_executors).has(self.counts, "delayed") & self.stage_valid
+        return self._layout.has(self.counts, "delayed") & self.stage_valid
 
     @property
     def held(self):
