@@ -81,6 +81,46 @@ def random_waves(rng: np.random.Generator, tm: DAGTemplates) -> Waves:
 
 
 @functools.cache
+def test_random_baseline_is_valid_and_uniform_over_each_head():
+    """The random baseline (one uniform draw per head) always picks a valid action, and each head is uniform
+    over its valid range: the runnable stages, the limits from `limit_min` to k, and r in 0..g where the
+    stage may be delayed (0 elsewhere). 6,000 draws on a state with several runnable stages, frequencies
+    within 5 standard deviations of uniform."""
+    from jaxsched.policies.dag import make_heuristic
+
+    env = DAGEnv(DAGConfig(n_executors=8, max_slots=J, max_stages=S, idle_levels=G))
+    rng = np.random.default_rng(5)
+    tm = random_templates(rng, N_TEMPLATES, S)
+    template, arrival = random_episode(rng, N_JOBS, N_TEMPLATES, 1.0)
+    arrival = np.zeros_like(arrival)  # every job at t = 0: J jobs' roots runnable
+    params = env.make_params(make_bank(tm, template[None], arrival[None]))
+    obs, state = jax.jit(env.reset_env)(jax.random.PRNGKey(0), params)
+    policy = make_heuristic(env, "random")
+    keys = jax.random.split(jax.random.PRNGKey(1), 6000)
+    acts = np.asarray(jax.jit(jax.vmap(lambda k: policy(None, obs, k)))(keys))
+    valid = jax.jit(jax.vmap(lambda a: env.action_valid(state, params, a)))(jnp.asarray(acts))
+    assert bool(np.all(np.asarray(valid)))
+
+    def assert_uniform(values, support):
+        counts = np.array([(values == v).sum() for v in support])
+        assert counts.sum() == len(values), "a value outside the support"
+        p = 1.0 / len(support)
+        sd = np.sqrt(len(values) * p * (1 - p))
+        assert np.all(np.abs(counts - len(values) * p) < 5 * sd), counts
+
+    runnable = np.flatnonzero(np.asarray(obs.stage_mask))
+    assert len(runnable) >= 3
+    assert_uniform(acts[:, 0], runnable)
+    k_exec = env.config.n_executors
+    lo = int(np.asarray(obs.limit_min)[runnable[0] // S])
+    first = acts[:, 0] == runnable[0]
+    assert_uniform(acts[first, 1] + 1, range(lo, k_exec + 1))
+    may_delay = np.asarray(obs.idle_ok)[acts[:, 0]]
+    assert may_delay.any()
+    assert_uniform(acts[may_delay, 2], range(G + 1))
+    assert np.all(acts[~may_delay, 2] == 0)
+
+
 def env_and_step(task_waves: bool = False):
     env = DAGEnv(DAGConfig(n_executors=K, max_slots=J, max_stages=S, idle_levels=G, task_waves=task_waves))
 

@@ -42,6 +42,12 @@ def _nth_set(mask: jax.Array, nth: jax.Array) -> jax.Array:
     return jnp.argmax(prefix_count(mask.reshape(-1)) > nth)
 
 
+def _uniform_below(u: jax.Array, n: jax.Array) -> jax.Array:
+    """`i32` uniform over {0, .., n − 1} (0 when n <= 0) from `u` uniform in [0, 1): ⌊u·n⌋. A float32 `u`
+    takes 2**23 equally likely values, so each outcome's probability is within 2**-23 of 1 / n."""
+    return jnp.clip((u * n).astype(jnp.int32), 0, jnp.maximum(n - 1, 0))
+
+
 def _job_stage(env: DAGEnv, obs: DAGObs, job_key: jax.Array) -> tuple[jax.Array, jax.Array]:
     """The job (slot) with the smallest `job_key` among jobs with a runnable stage, and its lowest runnable
     stage as a flat index."""
@@ -111,15 +117,15 @@ def make_heuristic(env: DAGEnv, name: str):
     if name == "random":
 
         def random_policy(params, obs: DAGObs, key):
-            k1, k2, k3 = jax.random.split(key, 3)
-            # One draw per head (not a Gumbel per stage): uniform over the runnable stages all the same.
-            nth = jax.random.randint(k1, (), 0, jnp.maximum(obs.stage_mask.sum(), 1))
+            # One hash for the three heads: three uniforms scaled to their ranges (`_uniform_below`), where
+            # a `randint` each (a split, two bit draws) was ten threefry hashes, each a rolled loop on a CPU
+            # (×1.04 env decisions/s under this policy at batch 1,024).
+            u = jax.random.uniform(key, (3,))
+            nth = _uniform_below(u[0], obs.stage_mask.sum())
             a = _nth_set(obs.stage_mask, nth)
-            j = a // s
-            lo = obs.limit_min[j]
-            limit = jax.random.randint(k2, (), lo, k + 1)
-            r_max = jnp.where(obs.idle_ok[a], cfg.idle_levels, 0)
-            r = jax.random.randint(k3, (), 0, r_max + 1)
+            lo = obs.limit_min[a // s]
+            limit = lo + _uniform_below(u[1], k + 1 - lo)
+            r = _uniform_below(u[2], jnp.where(obs.idle_ok[a], cfg.idle_levels, 0) + 1)
             return action(a, limit, r)
 
         return random_policy
