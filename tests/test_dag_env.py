@@ -80,7 +80,6 @@ def random_waves(rng: np.random.Generator, tm: DAGTemplates) -> Waves:
     return Waves(values.astype(np.int32), count.astype(np.int32), present, np.array(WAVE_KEYS, np.int32))
 
 
-@functools.cache
 def test_random_baseline_is_valid_and_uniform_over_each_head():
     """The random baseline (one uniform draw per head) always picks a valid action, and each head is uniform
     over its valid range: the runnable stages, the limits from `limit_min` to k, and r in 0..g where the
@@ -121,6 +120,7 @@ def test_random_baseline_is_valid_and_uniform_over_each_head():
     assert np.all(acts[~may_delay, 2] == 0)
 
 
+@functools.cache
 def env_and_step(task_waves: bool = False):
     env = DAGEnv(DAGConfig(n_executors=K, max_slots=J, max_stages=S, idle_levels=G, task_waves=task_waves))
 
