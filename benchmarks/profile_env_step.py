@@ -1,15 +1,19 @@
 """Where a batched env step spends its time, by source function and line: a `jax.profiler` trace of
-`--steps` jitted steps (random valid actions, auto-reset on, as `env_throughput.py` runs them), each XLA
-thunk's time attributed through the compiled module's stack frames to the innermost frame inside the
-`jaxsched` package.
+`--calls` jitted `lax.scan`s of `--steps` steps each (random valid actions, auto-reset on: the loop
+`env_throughput.py` times), each XLA thunk's time attributed through the compiled module's stack frames
+to the innermost frame inside the `jaxsched` package.
 
     python benchmarks/profile_env_step.py --env dag --batch 1024 --json F
     python benchmarks/profile_env_step.py --env hpc --batch 4096 --top 30
 
 Times are under the profiler, which inflates small thunks: read the shares, not the milliseconds, and
 time a change with `env_throughput.py` (interleaved before/after runs). Thunks without a stack frame
-(copies, broadcasts and reduce windows XLA inserts) are listed by their kind. Records: {"by_function",
-"by_line": [[name, ms per step, share]], "ms_per_step", "env", "batch", ...platform}.
+(copies, broadcasts and reduce windows XLA inserts) are listed by their kind; `while` thunks are mostly
+the threefry hashes of key splits and draws (rolled loops on a CPU). Profile the scan, not one jitted
+step: a step jitted alone copies and broadcasts its whole state in and out at every call (on the AMD
+EPYC, materialised broadcasts were 15 % of a DAG step alone and 2.5 % of the same step in the scan).
+Records: {"by_function", "by_line", "by_thunk": [[name, ms per step, share]], "ms_per_step", "env",
+"batch", ...platform}.
 """
 
 from __future__ import annotations
@@ -85,24 +89,50 @@ def stack_frames(hlo_text: str) -> tuple[dict[str, int], dict[int, list[tuple[st
 
 
 def thunk_times(trace_dir: str) -> collections.Counter:
-    """`{thunk name: µs}` summed over a perfetto trace written by `jax.profiler`."""
+    """`{(thunk name, enclosing thunk name or None): µs}` of self time summed over a perfetto trace written
+    by `jax.profiler`: a thunk that runs others (a `while`'s body, a `call`) counts only the time they do
+    not cover, so each µs of the trace is counted once, and a body's thunks keep their loop's name."""
     path = sorted(glob.glob(f"{trace_dir}/plugins/profile/*/perfetto_trace.json.gz"))[-1]
     with gzip.open(path) as f:
         trace = json.load(f)
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
-    times: collections.Counter = collections.Counter()
+    threads = collections.defaultdict(list)
     for e in events:
-        if e.get("ph") == "X" and not _RUNTIME.search(e["name"]):
-            times[e["name"]] += e.get("dur", 0)
+        if e.get("ph") == "X":
+            threads[e.get("pid"), e.get("tid")].append(e)
+    times: collections.Counter = collections.Counter()
+    for spans in threads.values():
+        spans.sort(key=lambda e: (e["ts"], -e.get("dur", 0)))  # a parent before the children it encloses
+        open_spans: list = []  # (end, (name, its parent's name) if counted else None) of enclosing spans
+        for e in spans:
+            start, dur = e["ts"], e.get("dur", 0)
+            while open_spans and open_spans[-1][0] <= start:
+                open_spans.pop()
+            counted = not _RUNTIME.search(e["name"])
+            if counted:
+                parent = next((span for _, span in reversed(open_spans) if span), None)
+                times[e["name"], parent[0] if parent else None] += dur
+                if parent:  # its time is the parent's no longer
+                    times[parent] -= dur
+            open_spans.append((start + dur, (e["name"], parent[0] if parent else None) if counted else None))
     return times
 
 
+def result_shapes(hlo_text: str) -> dict[str, str]:
+    """`{instruction: result shape}` of a compiled module's text, so a thunk without a stack frame can
+    still be told apart (`u32[1024,16,18,4]` is a per-stage array, `(s32[], ...` a loop's tuple)."""
+    found = re.finditer(r"^\s*(?:ROOT )?%?([\w.\-]+) = (\S+) ", hlo_text, re.M)
+    return {m.group(1): m.group(2)[:60] for m in found}
+
+
 def attribute(times, frame_of, chains, package: str = "jaxsched/"):
-    """`(by_function, by_line)` Counters of µs: each thunk to its innermost frame inside `package`."""
+    """`(by_function, by_line)` Counters of µs: each thunk to its innermost frame inside `package`, or,
+    without one, its enclosing thunk's (a threefry loop's body to the line that drew the key)."""
     by_fn: collections.Counter = collections.Counter()
     by_line: collections.Counter = collections.Counter()
-    for name, us in times.items():
-        frames = [c for c in chains.get(frame_of.get(name, -1), []) if package in c[0]]
+    for (name, parent), us in times.items():
+        frame = frame_of.get(name, frame_of.get(parent, -1))
+        frames = [c for c in chains.get(frame, []) if package in c[0]]
         if not frames:
             kind = f"(no frame: {name.split('.')[0]})"
             by_fn[kind] += us
@@ -120,7 +150,8 @@ def main() -> None:
     p.add_argument("--env", default="dag", choices=("dag", "hpc"))
     p.add_argument("--batch", type=int, default=1024)
     p.add_argument("--warmup", type=int, default=256, help="steps from reset before the trace")
-    p.add_argument("--steps", type=int, default=50, help="steps traced")
+    p.add_argument("--steps", type=int, default=32, help="steps a scan (one jitted call)")
+    p.add_argument("--calls", type=int, default=4, help="scans traced")
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--dag-max-events", type=int, default=1)
     p.add_argument("--json", default=None)
@@ -130,43 +161,56 @@ def main() -> None:
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
     @jax.jit
-    def one(key, obs, state):
-        k_act, k_step = jax.random.split(key)
-        action = act(jax.random.split(k_act, a.batch), obs)
-        obs, state, *_ = step(jax.random.split(k_step, a.batch), state, action, params)
-        return obs, state
+    def rollout(key, obs, state):
+        def body(carry, k):
+            obs, state = carry
+            k_act, k_step = jax.random.split(k)
+            action = act(jax.random.split(k_act, a.batch), obs)
+            obs, state, reward, *_ = step(jax.random.split(k_step, a.batch), state, action, params)
+            return (obs, state), reward.sum()
+
+        (obs, state), rewards = jax.lax.scan(body, (obs, state), jax.random.split(key, a.steps))
+        return obs, state, rewards.sum()
 
     keys = jax.random.split(jax.random.key(0), a.batch)
     obs, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(keys, params)
-    # every key made, and the step compiled, before the trace: nothing but the step runs inside it
-    step_keys = list(jax.random.split(jax.random.key(1), a.warmup + a.steps))
-    for k in step_keys[: a.warmup]:
-        obs, state = one(k, obs, state)
+    # the scan compiled, and the envs past their episodes' first steps, before the trace
+    calls = -(-a.warmup // a.steps) + a.calls
+    call_keys = list(jax.random.split(jax.random.key(1), calls))
+    for k in call_keys[: calls - a.calls]:
+        obs, state, _ = rollout(k, obs, state)
     jax.block_until_ready(state)
-    frame_of, chains = stack_frames(one.lower(step_keys[0], obs, state).compile().as_text())
+    compiled = rollout.lower(call_keys[0], obs, state).compile().as_text()
+    frame_of, chains = stack_frames(compiled)
     with tempfile.TemporaryDirectory() as trace_dir:
         jax.profiler.start_trace(trace_dir, create_perfetto_trace=True)
-        for k in step_keys[a.warmup :]:
-            obs, state = one(k, obs, state)
+        for k in call_keys[calls - a.calls :]:
+            obs, state, _ = rollout(k, obs, state)
         jax.block_until_ready(state)
         jax.profiler.stop_trace()
         times = thunk_times(trace_dir)
     by_fn, by_line = attribute(times, frame_of, chains)
     total = sum(times.values())
     info = platform_info()
-    print(f"{a.env} batch {a.batch}: {total / 1e3 / a.steps:.2f} ms of thunks per step under the profiler "
+    n_steps = a.calls * a.steps
+    print(f"{a.env} batch {a.batch}: {total / 1e3 / n_steps:.2f} ms of thunks per step under the profiler "
           f"({info['cpu']}, {info['device']})")  # fmt: skip
 
     def rows(counter):
-        return [[k, us / 1e3 / a.steps, us / total] for k, us in counter.most_common()]
+        return [[k, us / 1e3 / n_steps, us / total] for k, us in counter.most_common()]
 
-    for title, counter in (("by function", by_fn), ("by line", by_line)):
+    shapes = result_shapes(compiled)
+    by_thunk: collections.Counter = collections.Counter()
+    for (name, _), us in times.items():
+        by_thunk[f"{name} {shapes.get(name, '?')}"] += us
+    for title, counter in (("by function", by_fn), ("by line", by_line), ("by thunk", by_thunk)):
         print(f"\n{title}:")
         for k, ms, share in rows(counter)[: a.top]:
             print(f"  {ms:7.3f} ms {100 * share:5.1f} %  {k}")
     if a.json:
-        record = {"env": a.env, "batch": a.batch, "steps": a.steps, "ms_per_step": total / 1e3 / a.steps}
-        write_json(a.json, record | {"by_function": rows(by_fn), "by_line": rows(by_line), **info})
+        record = {"env": a.env, "batch": a.batch, "steps": n_steps, "ms_per_step": total / 1e3 / n_steps}
+        rows_of = {"by_function": rows(by_fn), "by_line": rows(by_line), "by_thunk": rows(by_thunk)}
+        write_json(a.json, record | rows_of | info)
 
 
 if __name__ == "__main__":

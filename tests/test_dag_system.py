@@ -54,6 +54,9 @@ def test_shipped_configs_load():
     for name in ("synthetic", "mixed", "tpch_like"):
         _, other = load_run_config(ROOT / f"configs/dag/{name}.yaml")
         assert other.workload.source == name and other.workload.test_seed != other.workload.bank_seed
+        if other.agent.levels is not None:  # message passing reaches the roots of both banks' DAGs
+            _, *banks = build_dag(other)
+            assert max(int(b.bank.height.max()) for b in banks) == other.agent.levels
     env, train, test = build_dag(cfg)
     assert train.bank.arrival.shape == (8, 40) and test.bank.arrival.shape == (4, 40)
     assert not np.array_equal(np.asarray(train.bank.arrival[0]), np.asarray(test.bank.arrival[0]))
@@ -88,6 +91,14 @@ def test_shipped_configs_load():
 def test_config_errors_name_the_field(sections, message):
     with pytest.raises(ValueError, match=message):
         config_from_dict(DAGSystemConfig, _quick_dict(**sections))
+
+
+def test_too_few_message_passing_levels_name_the_field():
+    """The quick banks' deepest DAG has height 4: 3 rounds would leave its root without its leaves."""
+    cfg = config_from_dict(DAGSystemConfig, _quick_dict(agent={"levels": 3}))
+    with pytest.raises(ValueError, match=r"agent.levels \(3\) is below the height of the train bank"):
+        build_dag(cfg)
+    build_dag(config_from_dict(DAGSystemConfig, _quick_dict(agent={"levels": 4})))
 
 
 def test_an_unknown_key_names_it(tmp_path):

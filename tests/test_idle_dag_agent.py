@@ -4,6 +4,8 @@ does not)."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -97,6 +99,43 @@ def test_network_masks_and_ablations(quick, features, idles):
         k_add = n_add["params"]["encoder"]["prep"]["Dense_0"]["kernel"].shape[0]
         k_this = n_this["params"]["encoder"]["prep"]["Dense_0"]["kernel"].shape[0]
         assert k_this == k_add - 2
+
+
+def test_message_passing_needs_a_round_per_height_and_no_more():
+    """On TPC-H-like jobs (18 stages a slot), rounds beyond the deepest visible DAG's height change nothing:
+    with as many rounds as that height the network's outputs (stage logits, the limit and idle heads'
+    inputs: every stage, job and global embedding), an action's log-probability and its gradient are those
+    of max_stages − 1 rounds (what `agent.levels` relies on); one round fewer leaves that DAG's root
+    without its deepest leaves."""
+    from jaxsched.policies.dag import make_heuristic
+
+    env, params = jaxsched.make("dag")
+    fifo = make_heuristic(env, "fifo")
+
+    def advance(key):
+        def body(carry, k):
+            obs, state = carry
+            obs, state, *_ = env.step(k, state, fifo(None, obs, k), params)
+            return (obs, state), None
+
+        return jax.lax.scan(body, env.reset(key, params), jax.random.split(key, 60))[0][0]
+
+    obs = jax.jit(advance)(jax.random.PRNGKey(0))
+    depth = int(np.asarray(obs.height)[np.asarray(obs.stage_valid)].max())
+    assert 2 <= depth < env.config.max_stages - 1
+    action = jnp.array([int(np.argmax(np.asarray(obs.stage_mask))), env.config.n_executors - 1, 0])
+    p = IdleDAGNetwork(env.config).init(jax.random.PRNGKey(1), obs)
+
+    @functools.cache
+    def outputs(levels):
+        net = IdleDAGNetwork(env.config, levels=levels)  # None: max_stages − 1 rounds
+        logp, grads = jax.value_and_grad(lambda q: net.evaluate(q, obs, action)[0])(p)
+        return [np.asarray(x) for x in (*net.module.apply(p, obs), logp, *jax.tree.leaves(grads))]
+
+    for got, want in zip(outputs(depth), outputs(None), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    stage_logits = outputs(None)[0]
+    assert not np.allclose(outputs(depth - 1)[0], stage_logits, rtol=1e-3, atol=1e-5)
 
 
 def test_chunked_gradient_equals_the_full_batch_loss(quick):

@@ -31,6 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import numpy as np
+
 from jaxsched.agents.reinforce import ReinforceConfig
 from jaxsched.core.checks import at_least, choices, in_unit_interval, positive
 from jaxsched.envs.dag import DAGEnv
@@ -172,7 +174,10 @@ class WorkloadSection:
 @dataclass(frozen=True)
 class AgentSection:
     """The variants trained, one learner each (module docstring), with Decima's graph network of `hidden`
-    units and `levels` message-passing rounds (null: max_stages − 1)."""
+    units and `levels` message-passing rounds (null: max_stages − 1, enough for any DAG). A round per
+    height is all a bank needs: with `levels` = its deepest DAG's height the embeddings are those of
+    max_stages − 1 rounds, at a fraction of the cost (each round is two MLPs over every stage, and the
+    gradient's share of an update grows with them); `build_params` refuses fewer."""
 
     variants: tuple[str, ...] = ("full", "no_features", "no_idle")
     hidden: int = 16
@@ -299,9 +304,16 @@ def build_params(cfg: DAGSystemConfig, env, bank: str = "test"):
 
         kw["waves"] = tpch_wave_table(w.tpch_npz, max_stages=e.max_stages)  # load_tpch's order, as the bank
     try:
-        return env.make_params(b, **kw)
+        params = env.make_params(b, **kw)
     except ValueError as err:
         raise ValueError(str(err).replace("dag.", "env.")) from None
+    depth = int(np.max(np.asarray(params.bank.height)))
+    if cfg.agent.levels is not None and cfg.agent.levels < depth:
+        raise ValueError(
+            f"agent.levels ({cfg.agent.levels}) is below the height of the {bank} bank's deepest DAG "
+            f"({depth}): message passing would stop short of its roots; set agent.levels >= {depth} or null"
+        )
+    return params
 
 
 def build_dag(cfg: DAGSystemConfig):
