@@ -34,6 +34,7 @@ from jaxsched.experiments.throughput import (
     default_hpc_setup,
     platform_info,
     random_dag_action,
+    random_rollout,
     random_valid_action,
 )
 
@@ -157,20 +158,7 @@ def main() -> None:
     p.add_argument("--json", default=None)
     a = p.parse_args()
     env, params, action_fn = setup(a.env, a.dag_max_events)
-    act = jax.vmap(action_fn)
-    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-
-    @jax.jit
-    def rollout(key, obs, state):
-        def body(carry, k):
-            obs, state = carry
-            k_act, k_step = jax.random.split(k)
-            action = act(jax.random.split(k_act, a.batch), obs)
-            obs, state, reward, *_ = step(jax.random.split(k_step, a.batch), state, action, params)
-            return (obs, state), reward.sum()
-
-        (obs, state), rewards = jax.lax.scan(body, (obs, state), jax.random.split(key, a.steps))
-        return obs, state, rewards.sum()
+    rollout = random_rollout(env, params, a.batch, a.steps, action_fn)
 
     keys = jax.random.split(jax.random.key(0), a.batch)
     obs, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(keys, params)
@@ -178,14 +166,14 @@ def main() -> None:
     calls = -(-a.warmup // a.steps) + a.calls
     call_keys = list(jax.random.split(jax.random.key(1), calls))
     for k in call_keys[: calls - a.calls]:
-        obs, state, _ = rollout(k, obs, state)
+        obs, state, *_ = rollout(k, obs, state)
     jax.block_until_ready(state)
     compiled = rollout.lower(call_keys[0], obs, state).compile().as_text()
     frame_of, chains = stack_frames(compiled)
     with tempfile.TemporaryDirectory() as trace_dir:
         jax.profiler.start_trace(trace_dir, create_perfetto_trace=True)
         for k in call_keys[calls - a.calls :]:
-            obs, state, _ = rollout(k, obs, state)
+            obs, state, *_ = rollout(k, obs, state)
         jax.block_until_ready(state)
         jax.profiler.stop_trace()
         times = thunk_times(trace_dir)

@@ -106,23 +106,13 @@ def median_time(fn, *args, repeats: int = 3) -> float:
     return statistics.median(_time(fn, *args, repeats=repeats)[1])
 
 
-def measure_env(
-    env,
-    params,
-    batch: int,
-    steps: int,
-    repeats: int = 3,
-    seed: int = 0,
-    action_fn=random_valid_action,
-    warmup_steps: int = 0,
-) -> dict:
-    """One record: steps/s (median), compile time, reset cost for `batch` parallel envs taking
-    `action_fn(key, obs)` actions (one env's; vmapped here). Timed runs start after `warmup_steps`
-    steps from reset (so envs are past their episodes' first steps). Envs whose `info["decision"]` marks
-    non-decision steps also get `decisions_per_s`, counting only the steps that used the action; envs
-    whose `info["events"]` counts the event times a step processed also get `events_per_s`."""
+def random_rollout(env, params, batch: int, steps: int, action_fn=random_valid_action):
+    """The loop the env benchmark times (and `benchmarks/profile_env_step.py` profiles): a jitted
+    `rollout(key, obs, state) -> (obs, state, Σ reward, decisions, event times)` of `steps` steps of
+    `batch` envs under `vmap` + `lax.scan`, each env taking `action_fn(key, obs)`; decisions count the
+    steps whose `info["decision"]` is set (every step where the env has no such flag), event times sum
+    `info["events"]` (0 where absent)."""
     act = jax.vmap(action_fn)
-    reset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
     @jax.jit
@@ -140,6 +130,28 @@ def measure_env(
             body, (obs, state), jax.random.split(key, steps)
         )
         return obs, state, rewards.sum(), decisions.sum(), events.sum()
+
+    return rollout
+
+
+def measure_env(
+    env,
+    params,
+    batch: int,
+    steps: int,
+    repeats: int = 3,
+    seed: int = 0,
+    action_fn=random_valid_action,
+    warmup_steps: int = 0,
+) -> dict:
+    """One record: steps/s (median), compile time, reset cost for `batch` parallel envs taking
+    `action_fn(key, obs)` actions (one env's; vmapped here) in `random_rollout`'s loop. Timed runs start
+    after `warmup_steps` steps from reset (so envs are past their episodes' first steps). Envs whose
+    `info["decision"]` marks non-decision steps also get `decisions_per_s`, counting only the steps that
+    used the action; envs whose `info["events"]` counts the event times a step processed also get
+    `events_per_s`."""
+    reset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
+    rollout = random_rollout(env, params, batch, steps, action_fn)
 
     keys = jax.random.split(jax.random.key(seed), batch)
     reset_first, reset_times = _time(reset, keys, params, repeats=repeats)
