@@ -255,23 +255,25 @@ def run_sequence(seed: int, steps: int = 200, task_waves: bool = False):
         if key != "return":
             assert got[key] == pytest.approx(want, rel=1e-5, abs=1e-5), f"seed {seed}: {key}"
     assert float(state.ret) == pytest.approx(ref.metrics()["return"], rel=1e-4, abs=1e-4)
+    covered["waited"] = ref.metrics()["waited_for_slot"]
     return covered
 
 
 def test_differential_random_sequences():
     """≥ 100 random episodes, every snapshot field, reward and flag equal to the reference's."""
-    total = {"idle": 0, "moving": 0, "invalid": 0, "truncated": 0}
+    total = {"idle": 0, "moving": 0, "invalid": 0, "truncated": 0, "waited": 0}
     for seed in range(120):
         for key, value in run_sequence(seed).items():
             total[key] += value
     # the sweep exercised what it should
     assert total["idle"] > 100 and total["moving"] > 50 and total["invalid"] > 50 and total["truncated"] > 5
+    assert total["waited"] > 20, total  # jobs that found every slot taken (`waited_for_slot`)
 
 
 def test_differential_task_waves():
     """decima-sim's per-task sampling (`task_waves`): random wave tables, the same reference with its
     plain-Python draws; every snapshot field (so every task's end), reward and flag equal."""
-    total = {"idle": 0, "moving": 0, "invalid": 0, "truncated": 0}
+    total = {"idle": 0, "moving": 0, "invalid": 0, "truncated": 0, "waited": 0}
     for seed in range(40):
         for key, value in run_sequence(1000 + seed, steps=400, task_waves=True).items():
             total[key] += value

@@ -17,6 +17,14 @@ from jaxsched.agents.reinforce import Reinforce, ReinforceConfig, time_baseline
 from jaxsched.nn.idle_dag import IdleDAGNetwork
 
 
+def _entropy_np(logits):
+    """The entropy of softmax(`logits`) in float64."""
+    z = np.asarray(logits, np.float64)
+    q = np.exp(z - z.max())
+    q /= q.sum()
+    return float(-np.sum(q * np.log(np.where(q > 0, q, 1.0))))
+
+
 def test_time_baseline_by_hand():
     """Two rollouts of one sequence. Rollout 0 decides at t = 0, 5, 9 with reward-to-go −6, −4, −1;
     rollout 1 at 0, 3 (then ends) with −5, −2. At t = 5 rollout 1 has no decision left: it counts 0."""
@@ -60,6 +68,43 @@ def test_network_inputs_by_hand():
     np.testing.assert_allclose(stage_x[1, 0], [l1, l4, l4, 1, 0, 0, 0], rtol=1e-6)
 
 
+def test_network_inputs_sum_a_jobs_stages_and_features_are_per_job():
+    """Job 1 has two parallel stages (2 tasks × 3 s: 6 s; 1 task × 5 s: 5 s), job 2 one stage (1 × 4 s),
+    both arriving at t = 0 on 3 executors: job 1's remaining work is their sum, 11 s; its critical path
+    6 s and width 11 / 6; job 2's 4 s and width 1 — each job's features from its own template."""
+    from jaxsched.envs.dag import DAGEnv
+    from jaxsched.envs.dag_params import DAGConfig
+    from jaxsched.nn.idle_dag import network_inputs
+    from jaxsched.workloads.dag_bank import DAGTemplates, make_bank
+
+    two = dict(name="two", adj=np.zeros((2, 2), bool), n_tasks=[2, 1], duration=[3_000, 5_000])
+    one = dict(name="one", adj=np.zeros((1, 1), bool), n_tasks=[1], duration=[4_000])
+    tm = DAGTemplates.from_lists([two, one])
+    env = DAGEnv(DAGConfig(n_executors=3, max_slots=2, max_stages=2))
+    params = env.make_params(make_bank(tm, [[0, 1]], [[0, 0]]))
+    obs, _ = env.reset(jax.random.PRNGKey(0), params)
+    stage_x, job_x, job_feat = (np.asarray(x) for x in network_inputs(obs, 3))
+    np.testing.assert_allclose(stage_x[0, :, 1], np.log1p([6.0, 5.0]), rtol=1e-6)  # per stage: n · d
+    np.testing.assert_allclose(job_x[:, 2], np.log1p([11.0, 4.0]), rtol=1e-6)  # per job: Σ over stages
+    np.testing.assert_allclose(job_feat, np.log1p([[6.0, 11.0 / 6.0], [4.0, 1.0]]), rtol=1e-6)
+
+
+def test_entropy_coefficient_anneals_and_curriculum_grows():
+    """β falls linearly from `ent_start` to `ent_end` over `total_updates` and stays there; the curriculum's
+    truncation times are max(X · m, min_time) with X ~ Exp(1) and m growing geometrically from
+    `curriculum_start_s` to `curriculum_end_s`: their mean is min_time + m · exp(−min_time / m)."""
+    cfg = ReinforceConfig(total_updates=11, updates_per_chunk=11, ent_start=0.5, ent_end=0.1,
+                          curriculum_start_s=10.0, curriculum_end_s=1000.0, min_time_s=5.0)  # fmt: skip
+    alg = Reinforce(cfg, env=None, network=None)
+    betas = [float(alg.ent_coef(u)) for u in (0, 5, 10, 20)]
+    np.testing.assert_allclose(betas, [0.5, 0.3, 0.1, 0.1], rtol=1e-6)
+    n = 40_000  # the sample mean's relative standard error is < 1 / sqrt(n) = 0.5 %
+    for update, m in ((0, 10.0), (5, 100.0), (10, 1000.0)):
+        t = np.asarray(alg._max_time(jax.random.PRNGKey(update), update, n), np.float64) / 1000.0
+        assert t.min() >= 5.0
+        assert t.mean() == pytest.approx(5.0 + m * np.exp(-5.0 / m), rel=0.03), update
+
+
 @pytest.fixture(scope="module")
 def quick():
     env, params = jaxsched.make("dag-quick", max_events=None)
@@ -85,6 +130,15 @@ def test_network_masks_and_ablations(quick, features, idles):
         assert np.isfinite(np.asarray(logp)).all() and (np.asarray(ent) > 0).all()
         lp2, _ = jax.vmap(net.evaluate, in_axes=(None, None, 0))(p, obs, actions)
         np.testing.assert_allclose(np.asarray(lp2), np.asarray(logp), rtol=1e-5, atol=1e-5)
+        # the entropy: the stage head's plus the limit and idle heads' at the chosen stage, from their
+        # masked logits (a masked entry contributes nothing)
+        stage_logits, limit_in, idle_in = net.module.apply(p, obs)
+        for i in range(4):
+            limit, idle_l = net._conditionals(p, obs, limit_in, idle_in, actions[i, 0])
+            heads = [np.asarray(stage_logits)[np.asarray(obs.stage_mask)]]
+            heads += [x[x > -1e8] for x in (np.asarray(limit), np.asarray(idle_l))]  # NEG = -1e9 masks
+            want = sum(_entropy_np(x) for x in heads)
+            assert float(ent[i]) == pytest.approx(want, rel=1e-4), i
         # greedy: the masked arg-max stage, then the most likely limit and idle level given it
         g = np.asarray(net.greedy(p, obs))
         stage_logits = np.asarray(net.module.apply(p, obs)[0])
@@ -99,6 +153,31 @@ def test_network_masks_and_ablations(quick, features, idles):
         k_add = n_add["params"]["encoder"]["prep"]["Dense_0"]["kernel"].shape[0]
         k_this = n_this["params"]["encoder"]["prep"]["Dense_0"]["kernel"].shape[0]
         assert k_this == k_add - 2
+
+
+def test_rollout_returns_and_first_advantages_by_hand(quick):
+    """Four complete episodes (2 sequences × 2 rollouts): each rollout's rewards sum to its episode's
+    −Σ JCT / scale, and after its end it has no decision; at the first step (t of the reset, the same for
+    a sequence's rollouts) the reward-to-go is the whole return, so the advantage is the rollout's return
+    minus the mean return of its sequence's rollouts."""
+    env, params, _ = quick
+    cfg = ReinforceConfig(num_sequences=2, rollouts=2, num_steps=320)
+    alg = Reinforce(cfg, env, IdleDAGNetwork(env.config))
+    runner = jax.jit(alg.init)(jax.random.PRNGKey(3), params)
+    traj, ep, ended = jax.jit(alg.rollout)(runner.params, params, jax.random.PRNGKey(4), runner.update)
+    reward = np.asarray(traj["reward"], np.float64)  # [T, B]
+    alive, decision = np.asarray(traj["alive"]), np.asarray(traj["decision"])
+    assert np.asarray(ended).all() and (np.asarray(ep["n_finished"]) == params.bank.n_jobs[0]).all()
+    returns = reward.sum(axis=0)
+    sum_jct = np.asarray(ep["avg_jct"], np.float64) * np.asarray(ep["n_finished"])
+    np.testing.assert_allclose(returns, -sum_jct / params.reward_scale, rtol=1e-4)
+    assert (~alive).any(axis=0).all() and not decision[~alive].any() and (reward[~alive] == 0).all()
+    assert decision[0].all()
+    adv = np.asarray(jax.jit(alg.advantages)(traj))
+    per_seq = returns.reshape(cfg.num_sequences, cfg.rollouts)
+    assert np.ptp(per_seq, axis=1).min() > 0  # the rollouts of a sequence differ
+    np.testing.assert_allclose(adv[0], (per_seq - per_seq.mean(axis=1, keepdims=True)).reshape(-1),
+                               rtol=1e-4, atol=1e-5)  # fmt: skip
 
 
 def test_message_passing_needs_a_round_per_height_and_no_more():

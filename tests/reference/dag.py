@@ -137,6 +137,7 @@ class RefDAGEnv:
         self.ex_job, self.ex_stage, self.ex_warm = [-1] * k, [-1] * k, [False] * k
         self.n_arrived = self.n_admitted = self.n_finished = 0
         self.invalid = self.n_selections = self.n_delayed = 0
+        self.n_waited = 0  # jobs admitted after their arrival time (they waited for a slot)
         self.idle_total_ms = 0
         self.last_finish = -1
         self.ret = 0.0
@@ -361,6 +362,7 @@ class RefDAGEnv:
         admitted = False
         while self.n_admitted < self.n_arrived and -1 in self.slot_job:
             self.slot_job[self.slot_job.index(-1)] = self.n_admitted  # lowest free slot
+            self.n_waited += self.arrival[self.n_admitted] < self.t
             self.n_admitted += 1
             admitted = True
         return admitted
@@ -424,6 +426,7 @@ class RefDAGEnv:
             idle_per_selection=idle_s / self.n_selections if self.n_selections else 0.0,
             idle_per_delayed=idle_s / self.n_delayed if self.n_delayed else 0.0,
             invalid=self.invalid,
+            waited_for_slot=self.n_waited,
             **{"return": self.ret},
         )
 
