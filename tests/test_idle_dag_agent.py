@@ -135,6 +135,15 @@ def test_network_masks_and_ablations(quick, features, idles):
         stage_logits, limit_in, idle_in = net.module.apply(p, obs)
         for i in range(4):
             limit, idle_l = net._conditionals(p, obs, limit_in, idle_in, actions[i, 0])
+            # exactly the valid choices are unmasked: p from the job's executors + 1 to k; r > 0 iff allowed
+            p_min = int(obs.limit_min[int(actions[i, 0]) // cfg.max_stages])
+            np.testing.assert_array_equal(
+                np.asarray(limit) > -1e8, np.arange(1, cfg.n_executors + 1) >= p_min
+            )
+            r_any = bool(obs.idle_ok[int(actions[i, 0])]) and idle
+            np.testing.assert_array_equal(
+                np.asarray(idle_l) > -1e8, (np.arange(cfg.idle_levels + 1) == 0) | r_any
+            )
             heads = [np.asarray(stage_logits)[np.asarray(obs.stage_mask)]]
             heads += [x[x > -1e8] for x in (np.asarray(limit), np.asarray(idle_l))]  # NEG = -1e9 masks
             want = sum(_entropy_np(x) for x in heads)
@@ -178,6 +187,20 @@ def test_rollout_returns_and_first_advantages_by_hand(quick):
     assert np.ptp(per_seq, axis=1).min() > 0  # the rollouts of a sequence differ
     np.testing.assert_allclose(adv[0], (per_seq - per_seq.mean(axis=1, keepdims=True)).reshape(-1),
                                rtol=1e-4, atol=1e-5)  # fmt: skip
+
+
+def test_replaced_inputs_are_the_jobs_wait_and_remaining_work(quick):
+    """`features="replace"`: the job's critical path and width take the columns of its log wait and log
+    remaining work; its executors and the idle executors stay (Fig. 4's "replacing features")."""
+    from jaxsched.nn.idle_dag import network_inputs, node_inputs
+
+    env, _, obs = quick
+    k = env.config.n_executors
+    stage_x, job_x, job_feat = (np.asarray(x) for x in network_inputs(obs, k))
+    per_job = np.asarray(node_inputs(obs, "replace", k))[:, 0, stage_x.shape[-1] :]  # [J, 4]
+    want = np.stack([job_x[:, 0], job_feat[:, 0], job_feat[:, 1], job_x[:, 3]], axis=-1)
+    np.testing.assert_array_equal(per_job, want)
+    assert np.asarray(obs.job_valid).any() and job_feat.any()
 
 
 def test_message_passing_needs_a_round_per_height_and_no_more():
