@@ -8,6 +8,7 @@ standard errors for a mean. Tests on the real data skip when `../shared/data` is
 
 from __future__ import annotations
 
+import codecs
 import collections
 import importlib.util
 import os
@@ -102,11 +103,14 @@ def _payloads(marker: Path) -> dict:
         "subprocess.Popen": _Payload(subprocess.Popen, (["touch", str(marker)],)),
         "builtins.exec": _Payload(exec, (f"open({str(marker)!r}, 'w').close()",)),
         "_Payload": _Payload(_Payload, (print, ())),  # any class of ours, even harmless
+        # numpy's own pickles call `_codecs.encode(text, "latin1")`: admitted for that encoding only
+        "_codecs.encode": _Payload(codecs.encode, ("x", "rot13")),
     }
 
 
 @pytest.mark.parametrize(
-    "refused", ["posix.system", "builtins.eval", "subprocess.Popen", "builtins.exec", "_Payload"]
+    "refused",
+    ["posix.system", "builtins.eval", "subprocess.Popen", "builtins.exec", "_Payload", "_codecs.encode"],
 )
 def test_a_crafted_pickle_is_refused_even_with_the_opt_in(tmp_path, refused):
     marker = tmp_path / "pwned"
