@@ -440,10 +440,12 @@ def test_fig3_average_width():
     assert f.work[0] == 27 and f.crit[0] == 15 and f.width[0] == pytest.approx(1.8)
     assert f.height[0].tolist() == [2, 1, 0, 0] and f.bottom[0].tolist() == [15, 12, 5, 12]
     # Fig. 3's two branches tie (b -> c and d are both 12): with d(2) instead, a's bottom level follows
-    # the longer branch, b -> c
-    tm = DAGTemplates.from_lists([dict(name="fig3", adj=adj, n_tasks=[1, 7, 5, 1], duration=[3, 1, 1, 2])])
+    # the longer branch, b -> c; beside a one-stage job, each template's features are its own
+    variant = dict(name="fig3-d2", adj=adj, n_tasks=[1, 7, 5, 1], duration=[3, 1, 1, 2])
+    tm = DAGTemplates.from_lists([variant, dict(name="one", adj=[[0]], n_tasks=[2], duration=[4])])
     f = template_features(tm)
-    assert f.work[0] == 17 and f.crit[0] == 15 and f.width[0] == pytest.approx(17 / 15)
+    assert f.work.tolist() == [17, 8] and f.crit.tolist() == [15, 8]
+    np.testing.assert_allclose(f.width, [17 / 15, 1.0])
     assert f.height[0].tolist() == [2, 1, 0, 0] and f.bottom[0].tolist() == [15, 12, 5, 2]
 
 
