@@ -518,6 +518,12 @@ def test_mixed_bank_shares():
     bank = mixed_bank(4, 250, seed=3, alpha=0.3, n_executors=50, load=0.6)
     syn = np.asarray(bank.template) >= 154  # the TPC-H-like pool comes first
     assert abs(syn.sum() - 300) <= 5 * np.sqrt(1000 * 0.3 * 0.7)
+    # the load is the mixture's: a job's mean work is 0.3 · 30 s (synthetic) + 0.7 · the pool's mean
+    pool = tpch_like_templates(154, seed=3)
+    pool_work = (np.asarray(pool.n_tasks, np.float64) * np.asarray(pool.duration)).sum(axis=1).mean()
+    gap = (0.3 * 30_000 + 0.7 * pool_work) / (50 * 0.6)
+    gaps = np.diff(np.asarray(bank.arrival), axis=1)  # exponential: the mean's sd is gap / sqrt(n)
+    assert gaps.mean() == pytest.approx(gap, abs=5 * gap / np.sqrt(gaps.size))
     assert not (
         np.asarray(mixed_bank(1, 50, seed=3, alpha=0.0, n_executors=50, load=0.6).template) >= 154
     ).any()
