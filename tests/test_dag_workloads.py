@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from jaxsched.workloads import tpch_tables as tab
+from jaxsched.workloads.dag_bank import DAGTemplates, make_bank
 from jaxsched.workloads.dag_gen import (
     decima_arrivals,
     gap_for_load,
@@ -179,6 +180,47 @@ def test_a_job_wider_than_max_stages_names_the_file(tmp_path):
     _write_job(tmp_path / "ok", CHAIN, {s: _stage() for s in range(3)})
     npz = convert_tpch(tmp_path / "ok", tmp_path / "o.npz", allow_pickle=True)
     _one_line_error(lambda: load_tpch(npz, max_stages=2), npz, "tpch-2g-q1", "wider than max_stages = 2")
+
+
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("duration", [5, 0], ("job-x", "duration[1] = 0.0", ">= 1 ms")),
+        ("duration", [5, float("nan")], ("job-x", "duration[1] = nan", "finite")),
+        ("duration", [5], ("job-x", "duration has 1 entries for 2 stages")),
+        ("n_tasks", [2, 0], ("job-x", "n_tasks[1] = 0", ">= 1 task")),
+        ("adj", [[0, 1], [1, 0]], ("job-x", "cycle")),
+        ("adj", [[1, 0], [0, 0]], ("job-x", "cycle")),  # a self-loop
+        ("adj", [[0, 1, 0], [0, 0, 0]], ("job-x", "adj has shape (2, 3)")),
+    ],
+)
+def test_hand_built_templates_name_the_job_and_field(field, value, words):
+    """`DAGTemplates.from_lists` (what every generator and the TPC-H loader build on) refuses a malformed
+    job with a one-line error naming it and the field: a duration below 1 ms or not finite, a stage
+    without tasks, a cycle (a self-loop too), sizes that disagree."""
+    job = dict(name="job-x", adj=[[0, 1], [0, 0]], n_tasks=[2, 3], duration=[5, 7])
+    DAGTemplates.from_lists([job])  # the job as given is valid
+    _one_line_error(lambda: DAGTemplates.from_lists([{**job, field: value}]), *words)
+
+
+@pytest.mark.parametrize(
+    "episode, words",
+    [
+        (dict(arrival=[[0, 5, 3]]), ("arrival[0] is not sorted", "job 2 arrives before job 1")),
+        (dict(arrival=[[-1, 5, 6]]), ("arrival[0, 0] = -1",)),
+        (dict(template=[[0, 1, 1]]), ("template[0, 1] = 1", "[0, 1)")),
+        (dict(n_jobs=[0]), ("n_jobs[0] = 0",)),
+        (dict(arrival=[[0, 5]]), ("template (1, 3) and arrival (1, 2)",)),
+    ],
+)
+def test_bad_episodes_name_the_field(episode, words):
+    """`make_bank` refuses episodes with unsorted or negative arrivals, a template index out of range, no
+    jobs, or shapes that disagree, naming the episode and the job."""
+    job = dict(name="j", adj=[[0]], n_tasks=[1], duration=[5])
+    tm = DAGTemplates.from_lists([job])
+    args = dict(template=[[0, 0, 0]], arrival=[[0, 5, 5]], n_jobs=None)  # valid: ties are allowed
+    make_bank(tm, **args)
+    _one_line_error(lambda: make_bank(tm, **{**args, **episode}), "episodes", *words)
 
 
 # ---- Decima's pre-processing ----
