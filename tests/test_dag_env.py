@@ -423,11 +423,17 @@ def test_stage_counts_layout():
     assert (int(lay.left(c)), int(lay.running(c)), int(lay.moving(c))) == (lay.max_tasks - 8, 4, 49)
     assert [bool(lay.has(c, f)) for f in ("touched", "delayed", "selected")] == [True, False, True]
     assert int(c) >= 0  # bit 31 never used
-    tm = DAGTemplates.from_lists([dict(name="w", adj=[[0]], n_tasks=[70000], duration=[5])], max_stages=2)
-    bank = make_bank(tm, np.zeros((1, 1), np.int32), np.zeros((1, 1), np.int64))
-    with pytest.raises(ValueError, match=r"bank.n_tasks: stages of up to 70000 tasks .*dag.n_executors = 50"):
-        DAGEnv(DAGConfig(n_executors=50, max_slots=2, max_stages=2)).make_params(bank)
-    DAGEnv(DAGConfig(n_executors=10, max_slots=2, max_stages=2)).make_params(bank)  # 4-bit counts: 2**20 − 1
+
+    def bank_of(n_tasks):
+        job = dict(name="w", adj=[[0]], n_tasks=[n_tasks], duration=[5])
+        tm = DAGTemplates.from_lists([job], max_stages=2)
+        return make_bank(tm, np.zeros((1, 1), np.int32), np.zeros((1, 1), np.int64))
+
+    env = DAGEnv(DAGConfig(n_executors=50, max_slots=2, max_stages=2))
+    env.make_params(bank_of(lay.max_tasks))  # the widest stage the fields hold
+    with pytest.raises(ValueError, match=r"bank.n_tasks: stages of up to 65536 tasks .*dag.n_executors = 50"):
+        env.make_params(bank_of(lay.max_tasks + 1))
+    DAGEnv(DAGConfig(n_executors=10, max_slots=2, max_stages=2)).make_params(bank_of(70000))  # 2**20 − 1
 
 
 def test_fig3_average_width():

@@ -206,7 +206,7 @@ def test_hand_built_templates_name_the_job_and_field(field, value, words):
 @pytest.mark.parametrize(
     "episode, words",
     [
-        (dict(arrival=[[0, 5, 3]]), ("arrival[0] is not sorted", "job 2 arrives before job 1")),
+        (dict(arrival=[[0, 5, 4]]), ("arrival[0] is not sorted", "job 2 arrives before job 1")),
         (dict(arrival=[[-1, 5, 6]]), ("arrival[0, 0] = -1",)),
         (dict(template=[[0, 1, 1]]), ("template[0, 1] = 1", "[0, 1)")),
         (dict(n_jobs=[0]), ("n_jobs[0] = 0",)),
