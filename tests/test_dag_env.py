@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 
 import chex
 import jax
@@ -409,6 +410,24 @@ def test_task_waves_bad_input():
         env.make_params(bank, waves=waves)
     with pytest.raises(ValueError, match="dag.task_waves is off"):
         DAGEnv(DAGConfig(n_executors=2, max_slots=2, max_stages=2)).make_params(bank, waves=waves)
+
+
+@pytest.mark.parametrize(
+    "knob, value, words",
+    [
+        ("moving_delay", -1, "dag.moving_delay must be in [0, 1e8) ms"),
+        ("warmup_delay", 10**8, "dag.warmup_delay must be in [0, 1e8) ms"),
+        ("reward_scale", 0.0, "dag.reward_scale must be > 0"),
+        ("reward_scale", float("nan"), "dag.reward_scale must be > 0"),
+        ("max_time", 0, "dag.max_time must be in (0, 2**31) ms"),
+        ("max_time", 2**31, "dag.max_time must be in (0, 2**31) ms"),
+    ],
+)
+def test_bad_knobs_name_the_field(knob, value, words):
+    env = DAGEnv(DAGConfig(n_executors=2, max_slots=2, max_stages=S))
+    env.make_params(small_bank(), **{knob: 1})  # the smallest valid value of each
+    with pytest.raises(ValueError, match=re.escape(words)):
+        env.make_params(small_bank(), **{knob: value})
 
 
 def test_stage_counts_layout():
