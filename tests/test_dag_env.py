@@ -430,6 +430,16 @@ def test_bad_knobs_name_the_field(knob, value, words):
         env.make_params(small_bank(), **{knob: value})
 
 
+def test_a_bank_one_stage_wider_than_the_env_is_refused():
+    job = dict(name="w", adj=np.eye(3, k=1), n_tasks=[1, 1, 1], duration=[5, 5, 5])  # a 3-stage chain
+    bank = make_bank(DAGTemplates.from_lists([job]), np.zeros((1, 1), np.int32), np.zeros((1, 1), np.int64))
+    DAGEnv(DAGConfig(n_executors=2, max_slots=2, max_stages=3)).make_params(bank)
+    with pytest.raises(
+        ValueError, match=re.escape("up to 3 stages (padded to 3), wider than dag.max_stages = 2")
+    ):
+        DAGEnv(DAGConfig(n_executors=2, max_slots=2, max_stages=2)).make_params(bank)
+
+
 def test_stage_counts_layout():
     """The packed per-stage word: fields round-trip through packed increments (negative parts included),
     flags are separate bits, and a bank with wider stages than the fields hold is refused, naming it."""
