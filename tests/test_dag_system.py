@@ -101,6 +101,28 @@ def test_too_few_message_passing_levels_name_the_field():
     build_dag(config_from_dict(DAGSystemConfig, _quick_dict(agent={"levels": 4})))
 
 
+def test_heuristics_play_each_held_out_episode_of_the_bank():
+    """`run_heuristics` plays held-out episode e of the bank (its jobs and arrivals) with key e: equal, per
+    episode, to a direct run on a bank holding only that episode's rows — and the episodes differ."""
+    import jaxsched
+    from jaxsched.experiments.evaluate import run_episode
+    from jaxsched.policies.dag import make_heuristic
+    from jaxsched.systems.dag.evaluate import run_heuristics
+
+    env, params = jaxsched.make("dag-quick")
+    keys = jax.random.split(jax.random.PRNGKey(5), 3)
+    got = run_heuristics(env, params, ("fifo",), keys)["fifo"]["avg_jct"][0]  # [episodes]
+    fifo = make_heuristic(env, "fifo")
+    direct = jax.jit(lambda p, k: run_episode(env, p, fifo, None, k)["avg_jct"])
+    b = params.bank
+    want = []
+    for e in range(3):
+        rows = dict(template=b.template[e : e + 1], arrival=b.arrival[e : e + 1], n_jobs=b.n_jobs[e : e + 1])
+        want.append(float(direct(params.replace(bank=b.replace(**rows)), keys[e])))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert len(set(want)) == 3
+
+
 def test_an_unknown_key_names_it(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(_quick_dict(agent={"variant": ["full"]})))
