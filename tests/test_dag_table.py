@@ -116,6 +116,15 @@ def test_fig5_sjf_equals_a_direct_run_at_that_job_count(run, table):
     assert results["sjf"]["avg_jct"]["mean"] != pytest.approx(numbers["fig5"]["12"]["sjf"]["avg_jct"]["mean"])
 
 
+def test_fig4_pools_finished_jobs_only():
+    """Fig. 4's CDF pools per-job JCTs (ms → s) over runs and episodes, leaving out the −1 of jobs that did
+    not finish or are padding (a truncated episode, a bank padded to more jobs)."""
+    from jaxsched.systems.dag.table import _jcts
+
+    jct = np.array([[[3_000, -1, 1_500], [-1, -1, 250]]], np.int32)  # [runs, episodes, N]
+    np.testing.assert_array_equal(_jcts(jct), [0.25, 1.5, 3.0])
+
+
 def test_a_config_without_eval_json_is_a_one_line_error(tmp_path, capsys):
     d = _quick_dict(**TINY) | {"out_dir": str(tmp_path / "runs")}
     path = tmp_path / "untrained.yaml"
