@@ -170,7 +170,7 @@ def test_rollout_returns_and_first_advantages_by_hand(quick):
     a sequence's rollouts) the reward-to-go is the whole return, so the advantage is the rollout's return
     minus the mean return of its sequence's rollouts."""
     env, params, _ = quick
-    cfg = ReinforceConfig(num_sequences=2, rollouts=2, num_steps=320)
+    cfg = ReinforceConfig(num_sequences=2, rollouts=2, num_steps=384)  # an episode takes 200–260 steps
     alg = Reinforce(cfg, env, IdleDAGNetwork(env.config))
     runner = jax.jit(alg.init)(jax.random.PRNGKey(3), params)
     traj, ep, ended = jax.jit(alg.rollout)(runner.params, params, jax.random.PRNGKey(4), runner.update)
