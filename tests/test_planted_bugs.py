@@ -1,0 +1,43 @@
+"""The planted-bug lists stay in step with the code: every bug's text occurs exactly once in its file (a
+refactor that moves a line makes the list fail here, not silently at the next sweep), ids are unique, and
+the tests each bug names exist (docs/testing.md, "Planted bugs")."""
+
+from __future__ import annotations
+
+import importlib.util
+import shlex
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LISTS = sorted((ROOT / "scripts").glob("planted_bugs_*.py"))
+
+
+def _harness():
+    spec = importlib.util.spec_from_file_location("planted_bugs", ROOT / "scripts/planted_bugs.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("bug_list", LISTS, ids=lambda p: p.stem)
+def test_every_planted_bug_applies_to_the_code(bug_list):
+    harness = _harness()
+    bugs, equivalent = harness.load_bugs(bug_list)
+    harness.check_applies(bugs, ROOT)  # SystemExit naming the bug if a text is missing or repeated
+    assert set(equivalent) <= {b[0] for b in bugs}
+    for bug_id, _, old, new, tests in bugs:
+        assert old != new, bug_id
+        for arg in shlex.split(tests):
+            if arg.startswith("tests/"):
+                assert (ROOT / arg.split("::")[0]).exists(), (bug_id, arg)
+
+
+def test_a_stale_bug_is_refused(tmp_path):
+    harness = _harness()
+    stale = tmp_path / "planted_bugs_stale.py"
+    stale.write_text('BUGS = [("X1", "jaxsched/envs/dag.py", "no such line", "x", "tests/test_dag_env.py")]')
+    bugs, _ = harness.load_bugs(stale)
+    with pytest.raises(SystemExit, match="X1: the text to replace occurs 0 times"):
+        harness.check_applies(bugs, ROOT)
