@@ -182,6 +182,19 @@ def test_delay_is_paid_and_a_job_expires_at_l_plus_1():
     assert int(s.t) == 3 and int(s.expired) == 1 and 0 not in s.p_id.tolist()
 
 
+def test_pending_features_by_hand():
+    """`obs.pending_features` at t = 1: present, candidate, cores, duration, e − t, l − t per slot (job 0:
+    e = 0, l = 3; job 1: e = 2, l = 4; the other slots empty, all zeros)."""
+    jobs = [(2, 3, 0, 3, 0), (1, 5, 2, 4, 1)]
+    env, params, s = hand_env(jobs, [1, 1, 4, 4, 4])
+    obs, s, *_ = step(env, params, s, [-1.0, -1.0])  # job 0 (2 cores) does not fit C_0 = 1
+    got = np.asarray(obs.pending_features)
+    slot = {int(j): i for i, j in enumerate(np.asarray(obs.p_id)) if j >= 0}
+    np.testing.assert_array_equal(got[slot[0]], [1, 1, 2, 3, -1, 2])
+    np.testing.assert_array_equal(got[slot[1]], [1, 0, 1, 5, 1, 3])
+    assert not np.delete(got, list(slot.values()), axis=0).any()
+
+
 def test_a_capacity_drop_under_the_running_load_is_a_violation():
     # a 4-core job runs during 0..2; the capacity drops to 1 at t = 1 -> v_1 = 3, and nothing else starts
     jobs = [(4, 3, 0, 0, 0), (1, 1, 1, 1, 0)]
@@ -234,6 +247,9 @@ def test_bad_input_names_the_field():
         env.make_params(bank, horizon=3)
     with pytest.raises(ValueError, match="running_slots .2. must be >= the largest capacity"):
         DeferrableEnv(DeferrableConfig(4, 2)).make_params(bank)
+    env.make_params(
+        make_bank([job | {"cores": [4], "latest": [3]}], np.array([[4, 4]]))
+    )  # as wide as C: fits
     wide = make_bank([job | {"cores": [5], "latest": [3]}], np.array([[4, 4]]))
     with pytest.raises(ValueError, match=r"job 0 cores \(5\) exceed the episode's largest capacity \(4\)"):
         env.make_params(wide)
