@@ -92,9 +92,10 @@ def compiled_heuristic(auto_forward: bool, name: str):
     return jax.jit(make_heuristic(env, name))
 
 
-def episode(auto_forward: bool, seed: int, work_conserving: bool = False):
+def episode(auto_forward: bool, seed: int, work_conserving: bool = False, max_steps: int | None = None):
     """(env functions, params, reference) for one random workload; the reference reads the slowdown table
-    back from the params (the env's default when the draw passes None)."""
+    back from the params (the env's default when the draw passes None). `max_steps`: the truncation guard
+    (None: the env's default, never reached here)."""
     env, reset, step, metrics = compiled(auto_forward, work_conserving)
     rng = np.random.default_rng(seed)
     jobs = gen_jobs(rng)
@@ -107,6 +108,7 @@ def episode(auto_forward: bool, seed: int, work_conserving: bool = False):
         slowdown=table,
         sensitive_ratio=sensitive_ratio,
         time_scale=time_scale,
+        max_steps=max_steps,
     )
     slowdown = np.asarray(params.slowdown)
     assert slowdown.shape == (6, N_LEVELS) and slowdown.dtype == np.float32
@@ -230,6 +232,20 @@ def test_random_sequences_against_the_reference(auto_forward, chunk):
     assert all(v > 0 for k, v in totals.items() if k != "masked_phi"), totals
     if not auto_forward:
         assert totals["masked_phi"] > 0, totals
+
+
+def test_truncated_after_max_steps_decisions():
+    """With `max_steps` = 7 an episode that needs more decisions is truncated on its 7th step, not before,
+    as the reference is (flags compared at every step by `step_both`)."""
+    fns, params, ref, rng = episode(False, 7, max_steps=7)
+    reset, _, _ = fns
+    _, state = reset(KEY0, params)
+    want = ref.reset()
+    flags = []
+    for i in range(7):
+        _, state, want, done = step_both(fns, params, state, ref, draw_action(rng, want["mask"]), f"step {i}")
+        flags.append(done)
+    assert flags == [False] * 6 + [True] and len(ref.placed) < N_JOBS
 
 
 @pytest.mark.parametrize("auto_forward", [False, True])
