@@ -21,6 +21,7 @@ import importlib.util
 import json
 import os
 import queue
+import re
 import shlex
 import subprocess
 import sys
@@ -77,14 +78,10 @@ def run_one(clone: Path, bug: tuple, timeout: float) -> dict:
     except subprocess.TimeoutExpired as e:
         rc, out = None, (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
     outcome = {1: "caught", 0: "escaped"}.get(rc, "error")
-    lines = [ln for ln in out.splitlines() if ln.startswith("FAILED") or " passed" in ln or " failed" in ln]
-    return {
-        "id": bug_id,
-        "outcome": outcome,
-        "rc": rc,
-        "seconds": round(time.time() - start),
-        "tail": lines[-3:],
-    }
+    failed = [ln for ln in out.splitlines() if ln.startswith("FAILED")]
+    summary = [ln for ln in out.splitlines() if re.search(r"\b\d+ (passed|failed|errors?)\b", ln)]
+    tail = (failed + summary)[:3]  # the first failing test, then pytest's summary line
+    return {"id": bug_id, "outcome": outcome, "rc": rc, "seconds": round(time.time() - start), "tail": tail}
 
 
 def main(argv=None) -> int:

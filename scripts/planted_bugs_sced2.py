@@ -137,3 +137,7 @@ BUGS = [
         T_ENV,
     ),
 ]
+
+EQUIVALENT = {
+    "L6": "a 1-GPU job is always at its best level (one server is the minimum), so it is never relaxed anyway",
+}
