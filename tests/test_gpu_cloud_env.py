@@ -286,6 +286,7 @@ def check_against_reference(config, params, key=KEY0, policy=0, prio=None, aff=N
             "tie_rounds",
             "running_full",
             "forced_with_feasible",
+            "truncated",
         ),
         0,
     )
@@ -337,6 +338,7 @@ def check_against_reference(config, params, key=KEY0, policy=0, prio=None, aff=N
         for k in METRIC_KEYS:
             np.testing.assert_allclose(got_m[k], ref_m[k], rtol=1e-4, atol=1e-6, err_msg=f"{where} {k}")
         seen["placed"] += len(r["placed"])
+        seen["truncated"] += bool(r["truncated"])
         seen["failed"] += len(r["failed"])
         seen["spread"] += sum(len(alloc) > 1 for _, alloc in r["placed"])
         # the round filled the running set while visible jobs were left: they fail for want of a slot
@@ -364,7 +366,8 @@ def test_differential_random_actions():
     seen = []
     for seed in range(20):
         rng = np.random.default_rng(seed)
-        params = random_params(env, rng)
+        # every fourth episode with a truncation guard it passes (the flag compared at every step after)
+        params = random_params(env, rng, **({"max_steps": 12} if seed % 4 == 0 else {}))
         prio, aff = random_actions(rng, CFG, ties=seed % 2 == 1)
         seen.append(
             check_against_reference(CFG, params, jax.random.PRNGKey(seed), 0, prio, aff, f"seed {seed}")
@@ -373,6 +376,7 @@ def test_differential_random_actions():
     # the episodes exercise what they are meant to
     assert total["placed"] >= 500 and total["failed"] > 100 and total["spread"] > 30, total
     assert total["queue_full_waiting"] > 20 and total["tie_rounds"] > 50 and total["running_full"] > 5, total
+    assert total["truncated"] > 0, total
 
 
 @pytest.mark.parametrize("policy", POLICIES[1:])
