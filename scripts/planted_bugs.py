@@ -4,9 +4,10 @@ A bug list is a Python file that defines `BUGS`, tuples `(id, path, old, new, te
 exactly once in `path` and is replaced by `new`; `tests` are the pytest arguments that should catch it
 (files, `-k` expressions). It may define `EQUIVALENT = {id: why}` for bugs that change no behaviour (kept in
 the list so that a later change making them observable shows up). Each bug is applied in a scratch clone of
-the repository's committed HEAD (one clone per worker; the working tree is never touched) and its tests run
-with `-x`; one JSON line per bug: `caught` (pytest exit 1), `escaped` (exit 0), or `error` (anything else,
-e.g. a hang past `--timeout`; the exit code and the last lines are kept).
+the repository's committed HEAD (one clone per worker; the working tree is never touched) and its tests
+run with `-x`, after each test set passed once unmodified (a test failing already would catch every bug);
+one JSON line per bug: `caught` (pytest exit 1), `escaped` (exit 0), or `error` (anything else, e.g. a
+hang past `--timeout`; the exit code and the last lines are kept).
 
     python scripts/planted_bugs.py scripts/planted_bugs_dag.py --workers 2 --json runs/planted_dag.jsonl
     python scripts/planted_bugs.py scripts/planted_bugs_dag.py --only E13,F2
@@ -52,31 +53,45 @@ def check_applies(bugs: list[tuple], root: Path) -> None:
             raise SystemExit(f"bug {bug_id}: the text to replace occurs {n} times in {path}")
 
 
+PYTEST = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider"]
+
+
+def run_tests(clone: Path, tests: str, timeout: float) -> tuple[int | None, str]:
+    """`(exit code or None on a timeout, stdout)` of the tests in `clone`, stopping at the first failure."""
+    # `python -m pytest` puts the clone first on sys.path: its `jaxsched`, not an installed one, is tested
+    env = dict(os.environ, JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"))
+    try:
+        p = subprocess.run(
+            [*PYTEST, *shlex.split(tests)],
+            cwd=clone,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
+        return p.returncode, p.stdout
+    except subprocess.TimeoutExpired as e:
+        return None, (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+
+
+def check_baselines(clone: Path, bugs: list[tuple], timeout: float) -> None:
+    """Every test set the bugs name passes on the unmodified code: a test failing already would count as
+    catching every bug."""
+    for tests in dict.fromkeys(b[4] for b in bugs):
+        rc, out = run_tests(clone, tests, timeout)
+        if rc != 0:
+            failed = [ln for ln in out.splitlines() if ln.startswith("FAILED")][:3]
+            raise SystemExit(f"the tests {tests!r} fail without any bug planted (exit {rc}): {failed}")
+        print(f"baseline passes: {tests}", flush=True)
+
+
 def run_one(clone: Path, bug: tuple, timeout: float) -> dict:
     bug_id, path, old, new, tests = bug
     subprocess.run(["git", "-C", str(clone), "checkout", "-q", "--", "."], check=True)
     target = clone / path
     target.write_text(target.read_text().replace(old, new))
-    # `python -m pytest` puts the clone first on sys.path: its `jaxsched`, not an installed one, is tested
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-x",
-        "-q",
-        "-n",
-        "0",
-        "-p",
-        "no:cacheprovider",
-        *shlex.split(tests),
-    ]
-    env = dict(os.environ, JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"))
     start = time.time()
-    try:
-        p = subprocess.run(cmd, cwd=clone, capture_output=True, text=True, timeout=timeout, env=env)
-        rc, out = p.returncode, p.stdout
-    except subprocess.TimeoutExpired as e:
-        rc, out = None, (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+    rc, out = run_tests(clone, tests, timeout)
     outcome = {1: "caught", 0: "escaped"}.get(rc, "error")
     failed = [ln for ln in out.splitlines() if ln.startswith("FAILED")]
     summary = [ln for ln in out.splitlines() if re.search(r"\b\d+ (passed|failed|errors?)\b", ln)]
@@ -91,6 +106,7 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per bug (a hang is an error)")
     ap.add_argument("--json", type=Path, help="append one JSON line per bug here")
+    ap.add_argument("--no-baseline", action="store_true", help="skip the unmodified run of each test set")
     args = ap.parse_args(argv)
     bugs, equivalent = load_bugs(args.bug_list)
     check_applies(bugs, ROOT)
@@ -105,6 +121,11 @@ def main(argv=None) -> int:
     # tests that read ../shared/data find it beside each clone, as beside the repository
     if (ROOT.parent / "shared").exists():
         (scratch / "shared").symlink_to(ROOT.parent / "shared")
+
+    if not args.no_baseline:
+        base = scratch / "baseline"
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(base)], check=True)
+        check_baselines(base, bugs, args.timeout)
 
     def worker(i: int) -> None:
         clone = scratch / f"w{i}"

@@ -44,6 +44,7 @@ METRIC_KEYS = {
     "idle_per_selection",
     "idle_per_delayed",
     "invalid",
+    "waited_for_slot",
     "return",
 }
 
@@ -98,9 +99,20 @@ def test_fig1_without_idle(scale):
     m = env.metrics()
     assert set(m) == METRIC_KEYS
     assert m["avg_jct"] == 21.0 and m["makespan"] == 24.0 and m["n_delayed"] == 0 and m["n_selections"] == 2
+    assert m["waited_for_slot"] == 0  # job 2 found a free slot at its arrival
     assert math.isclose(total, -(20 + 22) / scale) and math.isclose(m["return"], total)
     with pytest.raises(RuntimeError):
         env.step(1, 0, 0)
+
+
+def test_a_job_waits_for_a_slot():
+    """Fig. 1's jobs with one job slot: job 2 (arriving at 2 s) waits outside until job 1 leaves at 20 s,
+    is admitted then (into slot 0) and counts in `waited_for_slot`; its JCT still runs from 2 s."""
+    env, snap = make([ONE(1, 20_000), ONE(1, 4_000)], [(0, 0), (1, 2_000)], J=1)
+    snap, *_ = env.step(0, 0, 0)
+    assert snap["t"] == 20_000 and list(snap["slot_job"]) == [1] and env.metrics()["waited_for_slot"] == 1
+    snap, _, term, _ = env.step(0, 0, 0)
+    assert term and snap["jct"].tolist() == [20_000, 22_000]
 
 
 @pytest.mark.parametrize("scale", [1.0, 100.0])
