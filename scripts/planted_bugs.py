@@ -24,6 +24,7 @@ import os
 import queue
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -109,7 +110,18 @@ def main(argv=None) -> int:
     ap.add_argument("--no-baseline", action="store_true", help="skip the unmodified run of each test set")
     args = ap.parse_args(argv)
     bugs, equivalent = load_bugs(args.bug_list)
-    check_applies(bugs, ROOT)
+    scratch = Path(tempfile.mkdtemp(prefix="planted-bugs-"))
+    try:
+        return _sweep(args, bugs, equivalent, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)  # the clones (the JSON lines are the record)
+
+
+def _sweep(args, bugs: list[tuple], equivalent: dict, scratch: Path) -> int:
+    # the bugs are applied to clones of HEAD, so they are checked against one, not the working tree
+    base = scratch / "baseline"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(base)], check=True)
+    check_applies(bugs, base)
     if args.only:
         wanted = set(args.only.split(","))
         bugs = [b for b in bugs if b[0] in wanted]
@@ -117,14 +129,11 @@ def main(argv=None) -> int:
     for b in bugs:
         todo.put(b)
     results, lock = [], threading.Lock()
-    scratch = Path(tempfile.mkdtemp(prefix="planted-bugs-"))
     # tests that read ../shared/data find it beside each clone, as beside the repository
     if (ROOT.parent / "shared").exists():
         (scratch / "shared").symlink_to(ROOT.parent / "shared")
 
     if not args.no_baseline:
-        base = scratch / "baseline"
-        subprocess.run(["git", "clone", "-q", str(ROOT), str(base)], check=True)
         check_baselines(base, bugs, args.timeout)
 
     def worker(i: int) -> None:
