@@ -2,9 +2,7 @@
 
 Not listed: a job ending exactly at the next event time not finishing there (`end < t_new` for
 `end <= t_new`), which leaves the forward loop at the same time forever — a hang, named by pytest's
-`faulthandler_timeout`; and counting a job that arrives exactly now outside a full pending list as not yet
-arrived (`arrival < state.t` in `_waiting`), which no test reaches: the list is full at an arrival instant
-only when a completion falls on the same float time (open).
+`faulthandler_timeout`.
 """
 
 # ruff: noqa: E501  (the replaced lines are quoted whole)
@@ -69,6 +67,13 @@ BUGS = [
         ENV,
         '"gpu_util": state.gpu_seconds / jnp.maximum(total_gpus * state.last_finish, 1e-6),',
         '"gpu_util": state.gpu_seconds / jnp.maximum(state.last_finish, 1e-6),',
+        T_ENV,
+    ),
+    (
+        "A13",
+        ENV,
+        "out = (idx < state.end_job) & (arrival <= state.t)",
+        "out = (idx < state.end_job) & (arrival < state.t)",
         T_ENV,
     ),
     (

@@ -24,6 +24,7 @@ from jax import lax
 from reference.gpu_cloud import ReferenceGPUCloud
 
 from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudConfig, GPUCloudEnv
+from jaxsched.envs.gpu_cloud_obs import N_LOAD_FEATURES
 from jaxsched.policies.gpu_cloud import HEURISTICS, make_heuristic
 from jaxsched.workloads.ddl import fits_empty_cluster, make_ddl_workload
 
@@ -266,6 +267,10 @@ def compare_obs(ref_obs: dict, obs, where: str, q_len: int, view=None):
     np.testing.assert_array_equal(obs.free, ref_obs["free"], err_msg=where)
     np.testing.assert_array_equal(obs.cap, ref_obs["cap"], err_msg=where)
     np.testing.assert_allclose(obs.t, ref_obs["t"], rtol=1e-5, atol=1e-3, err_msg=where)
+    # The critic's load features close the global state (pending, running, waiting outside, mean wait).
+    np.testing.assert_allclose(
+        obs.global_state[-N_LOAD_FEATURES:], ref_obs["load"], rtol=1e-5, atol=1e-5, err_msg=where
+    )
 
 
 def check_against_reference(config, params, key=KEY0, policy=0, prio=None, aff=None, label=""):
@@ -287,6 +292,7 @@ def check_against_reference(config, params, key=KEY0, policy=0, prio=None, aff=N
             "running_full",
             "forced_with_feasible",
             "truncated",
+            "arrived_now_outside",
         ),
         0,
     )
@@ -348,6 +354,10 @@ def check_against_reference(config, params, key=KEY0, policy=0, prio=None, aff=N
         seen["queue_full_waiting"] += (
             q_len == q_cap and ref.ptr < ref.end and ref.jobs[ref.ptr].arrival < ref.t
         )
+        # a job arriving at this very instant has not joined the list (it was full at the arrival, or a
+        # round started jobs since and the forward did not run): the load features count it as waiting
+        # outside (`arrival <= t`, the tie included)
+        seen["arrived_now_outside"] += ref.ptr < ref.end and ref.jobs[ref.ptr].arrival == ref.t
         pr = np.asarray(a.priority)[: len(visible)]
         seen["tie_rounds"] += len(set(pr.tolist())) < len(pr)
         if r["terminated"]:
@@ -376,7 +386,7 @@ def test_differential_random_actions():
     # the episodes exercise what they are meant to
     assert total["placed"] >= 500 and total["failed"] > 100 and total["spread"] > 30, total
     assert total["queue_full_waiting"] > 20 and total["tie_rounds"] > 50 and total["running_full"] > 5, total
-    assert total["truncated"] > 0, total
+    assert total["truncated"] > 0 and total["arrived_now_outside"] > 0, total
 
 
 @pytest.mark.parametrize("policy", POLICIES[1:])

@@ -462,10 +462,25 @@ class ReferenceGPUCloud:
                 max(0.0, self.bw_cap[m] - NET[m]) / self.bw_cap[m],
                 (self.gpu_cap[m] - free_gpu) / self.gpu_cap[m],
             ]
+        # The critic's load features: every job that has arrived but waits — pending, or outside a full
+        # pending list (the episode's jobs from the pointer on whose arrival is not after now).
+        outside = [b for b in range(self.ptr, self.end) if self.jobs[b].arrival <= self.t]
+        waiting = [*self.queue, *outside]
+        age = sum(self.t - self.jobs[b].arrival for b in waiting)
+        load = np.array(
+            [
+                len(self.queue) / self.Q,
+                len(self.running) / self.R,
+                len(outside) / self.Q,
+                age / max(len(waiting), 1) / self.wait_norm,
+            ]
+        )
         return {
             "jobs": jobs,
             "job_mask": mask,
             "machines": machines,
+            "load": load,
+            "n_outside": len(outside),
             "queue": list(self.queue),
             "free": np.asarray(self.free, np.int64).reshape(self.M, 3),
             "cap": np.asarray([[self.gpu_cap[m], self.cpu_cap[m], self.mem_cap[m]] for m in range(self.M)]),
