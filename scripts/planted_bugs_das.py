@@ -77,6 +77,20 @@ BUGS = [
         T_ENV,
     ),
     (
+        "A14",
+        "jaxsched/envs/gpu_cloud_obs.py",
+        "n_waiting = jnp.maximum(q_len + n_outside, 1).astype(jnp.float32)",
+        "n_waiting = jnp.maximum(q_len, 1).astype(jnp.float32)",
+        T_ENV,
+    ),
+    (
+        "A15",
+        ENV,
+        "running = (state.run_job >= 0).mean()",
+        "running = (state.run_job >= 0).sum()",
+        T_ENV,
+    ),
+    (
         "A12",
         ENV,
         "jct_term = -accrued / (params.jct_unit * params.episode_jobs.astype(jnp.float32))",
