@@ -6,6 +6,8 @@
 ENV = "jaxsched/envs/deferrable.py"
 POLICIES = "jaxsched/policies/deferrable.py"
 T_ENV = "tests/test_deferrable_env.py"
+NN = "jaxsched/nn/osdec.py"
+T_NN = "tests/test_osdec_agent.py::test_network_inputs_by_hand"
 
 BUGS = [
     (
@@ -116,6 +118,43 @@ BUGS = [
         POLICIES,
         "order = jnp.lexsort((obs.p_id, jnp.where(obs.candidate, order_key, BIG)))",
         "order = jnp.lexsort((-obs.p_id, jnp.where(obs.candidate, order_key, BIG)))",
+        T_ENV,
+    ),
+    # the network's inputs (nn/osdec.py) and the observation field only the network reads
+    (
+        "O27",
+        NN,
+        "obs.p_duration / DURATION_NORM, rel(obs.p_earliest), rel(obs.p_latest),",
+        "obs.p_duration / DURATION_NORM, rel(obs.p_latest), rel(obs.p_earliest),",
+        T_NN,
+    ),
+    (
+        "O28",
+        NN,
+        "jnp.where(present, (obs.t - obs.p_submit) / TIME_NORM, 0.0))",
+        "jnp.where(present, (obs.t - obs.p_earliest) / TIME_NORM, 0.0))",
+        T_NN,
+    ),
+    (
+        "O29",
+        NN,
+        "obs.r_end[None, :] > obs.t + ahead[:, None]",
+        "obs.r_end[None, :] >= obs.t + ahead[:, None]",
+        T_NN,
+    ),
+    ("O30", NN, "angle = 2 * jnp.pi * obs.day_phase", "angle = jnp.pi * obs.day_phase", T_NN),
+    (
+        "O31",
+        NN,
+        "jnp.sin(angle), jnp.cos(angle), obs.t / obs.horizon,",
+        "jnp.sin(angle), jnp.cos(angle), obs.t / obs.capacity,",
+        T_NN,
+    ),
+    (
+        "O32",
+        ENV,
+        "day_phase=(state.t % params.day).astype(jnp.float32) / params.day.astype(jnp.float32),",
+        "day_phase=(state.t % params.day).astype(jnp.float32) / params.horizon.astype(jnp.float32),",
         T_ENV,
     ),
 ]

@@ -195,6 +195,18 @@ def test_pending_features_by_hand():
     assert not np.delete(got, list(slot.values()), axis=0).any()
 
 
+def test_day_phase_by_hand():
+    """`obs.day_phase` = (t mod day) / day: with a day of 4 steps, t = 0..5 reads 0, ¼, ½, ¾, 0, ¼."""
+    env, params, _ = hand_env([(1, 1, 0, 9, 0)], [2] * 8)
+    params = env.make_params(params.bank, day=4)
+    s = env.start_episode(0, params)
+    phases = []
+    for _ in range(6):
+        phases.append(float(env.observe(s, params).day_phase))
+        _, s, *_ = step(env, params, s, [0.0])
+    assert phases == [0.0, 0.25, 0.5, 0.75, 0.0, 0.25]
+
+
 def test_a_capacity_drop_under_the_running_load_is_a_violation():
     # a 4-core job runs during 0..2; the capacity drops to 1 at t = 1 -> v_1 = 3, and nothing else starts
     jobs = [(4, 3, 0, 0, 0), (1, 1, 1, 1, 0)]

@@ -14,8 +14,16 @@ import pytest
 
 import jaxsched
 from jaxsched.agents.ppo import PPO, PPOConfig
+from jaxsched.envs.deferrable import DeferrableObs
 from jaxsched.experiments.evaluate import evaluate_policies, run_episode
-from jaxsched.nn.osdec import OSDECAgent, OSDECNetConfig, aux_targets_of
+from jaxsched.nn.osdec import (
+    OSDECAgent,
+    OSDECNetConfig,
+    aux_targets_of,
+    global_features,
+    history_inputs,
+    pending_tokens,
+)
 from jaxsched.policies import make_heuristic
 
 # Table 4's uniform core mix: wide jobs make the order matter (SJF +5.5 % over random on these episodes)
@@ -155,3 +163,44 @@ def test_scores_follow_the_jobs_not_their_slots(encoder):
     np.testing.assert_allclose(np.asarray(mu2)[0], np.asarray(mu)[0][perm], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(np.asarray(std2)[0], np.asarray(std)[0][perm], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(np.asarray(value2), np.asarray(value), rtol=1e-4, atol=1e-5)
+
+
+def hand_obs() -> DeferrableObs:
+    """t = 3 of 12, C = 10, 4 cores running, a quarter into the day; pending jobs 5 (2 cores, d 4, e 1, l 5,
+    submitted at 2; a candidate) and 7 (3 cores, d 8, e 6, l 9, submitted at 3) around an empty slot;
+    running jobs of 3 cores to t = 5 and 1 core to t = 12; two steps of history."""
+    i = lambda *v: jnp.array(v, jnp.int32)  # noqa: E731
+    history = jnp.array([[9, 2, 1, 1, 2, 0, 1, 1], [10, 3, 2, 2, 3, 0, 0, 0]], jnp.float32)
+    return DeferrableObs(
+        t=jnp.int32(3), horizon=jnp.int32(12), capacity=jnp.int32(10), load=jnp.int32(4),
+        day_phase=jnp.float32(0.25), p_id=i(5, -1, 7), p_cores=i(2, 0, 3), p_duration=i(4, 0, 8),
+        p_earliest=i(1, 0, 6), p_latest=i(5, 0, 9), p_submit=i(2, 0, 3),
+        candidate=jnp.array([True, False, False]), r_id=i(1, 2, -1), r_cores=i(3, 1, 0), r_end=i(5, 12, 0),
+        history=history,
+    )  # fmt: skip
+
+
+def test_network_inputs_by_hand():
+    """What the OSDEC network reads (module docstring of nn/osdec.py), worked out by hand for `hand_obs`:
+    the pending tokens (present, candidate, c/8, d/16, (e − t)/8, (l − t)/8, (t − g)/8), the global token
+    (C, load, free / 32; sin, cos of the day; t / horizon; candidate share; cores still running 1..8 steps
+    ahead / 32), the history rows with the current one, and the auxiliary targets."""
+    obs = hand_obs()
+    np.testing.assert_allclose(
+        pending_tokens(obs),
+        [[1, 1, 2 / 8, 4 / 16, -2 / 8, 2 / 8, 1 / 8], [0] * 7, [1, 0, 3 / 8, 8 / 16, 3 / 8, 6 / 8, 0]],
+        atol=1e-7,
+    )
+    # the 3-core job ends at 5: busy one step ahead (5 > 4), not two (5 > 5); the 1-core job past 3 + 8
+    profile = [4, 1, 1, 1, 1, 1, 1, 1]
+    want = [10 / 32, 4 / 32, 6 / 32, 1.0, 0.0, 3 / 12, 1 / 3] + [c / 32 for c in profile]
+    np.testing.assert_allclose(global_features(obs, 32.0), want, atol=1e-6)
+    # the current row: C, load, 1 candidate of 2 cores and duration 4, no violation, nothing started yet
+    scale = np.array([32, 32, 16, 8, 16, 32, 8, 32], np.float32)
+    rows = np.concatenate([np.asarray(obs.history), [[10, 4, 1, 2, 4, 0, 0, 0]]]) / scale
+    np.testing.assert_allclose(history_inputs(obs, 32.0), rows, atol=1e-7)
+    np.testing.assert_allclose(aux_targets_of(obs, 32.0), [10 / 32, 2 / 8, 4 / 16, 0.0], atol=1e-7)
+    # a load over the capacity is a violation in the current row (and its target)
+    over = obs.replace(load=jnp.int32(13))
+    assert float(history_inputs(over, 32.0)[-1, 5]) == 3 / 32
+    assert float(aux_targets_of(over, 32.0)[3]) == 3 / 32
