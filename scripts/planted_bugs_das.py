@@ -91,6 +91,13 @@ BUGS = [
         T_ENV,
     ),
     (
+        "A16",
+        "jaxsched/envs/gpu_cloud_obs.py",
+        "return jnp.concatenate([jobs.reshape(-1), mask.astype(jnp.float32), machines.reshape(-1), load])",
+        "return jnp.concatenate([jobs.reshape(-1), (~mask).astype(jnp.float32), machines.reshape(-1), load])",
+        T_ENV,
+    ),
+    (
         "A12",
         ENV,
         "jct_term = -accrued / (params.jct_unit * params.episode_jobs.astype(jnp.float32))",

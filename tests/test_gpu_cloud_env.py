@@ -267,10 +267,11 @@ def compare_obs(ref_obs: dict, obs, where: str, q_len: int, view=None):
     np.testing.assert_array_equal(obs.free, ref_obs["free"], err_msg=where)
     np.testing.assert_array_equal(obs.cap, ref_obs["cap"], err_msg=where)
     np.testing.assert_allclose(obs.t, ref_obs["t"], rtol=1e-5, atol=1e-3, err_msg=where)
-    # The critic's load features close the global state (pending, running, waiting outside, mean wait).
-    np.testing.assert_allclose(
-        obs.global_state[-N_LOAD_FEATURES:], ref_obs["load"], rtol=1e-5, atol=1e-5, err_msg=where
-    )
+    # The critic's global state: the job rows, their mask and the machine rows (each checked above), then
+    # the load features (pending, running, waiting outside, mean wait) against the reference's.
+    want = np.concatenate([obs.jobs.ravel(), live, obs.machines.ravel(), ref_obs["load"]])
+    assert obs.global_state.shape == (want.size,) and want.size == n * 6 + obs.machines.size + N_LOAD_FEATURES
+    np.testing.assert_allclose(obs.global_state, want, rtol=1e-5, atol=1e-5, err_msg=where)
 
 
 def check_against_reference(config, params, key=KEY0, policy=0, prio=None, aff=None, label=""):
