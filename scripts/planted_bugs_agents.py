@@ -149,7 +149,7 @@ BUGS = [
         "return cfg.beta_start + jnp.float32(0.0) * (1.0 - cfg.beta_start)",
         T_DQN,
     ),
-    ("Q3", DQN, "weights = weights / weights.max()", "weights = weights / weights.min()", T_DQN),
+    ("Q3", DQN, "return w / w.max()", "return w / w.min()", T_DQN),
     (
         "Q4",
         DQN,

@@ -1,7 +1,8 @@
 """DQN with prioritized replay (`agents/dqn.py`): the TD target by hand (double DQN, masks, terminals,
-importance weights), exploration over valid actions only, priorities and the target network's cadence, and
-learning: on a small SCED² cluster every one of 3 seeds beats the random policy and the untrained
-networks (the injected shared-weight Q-network of Eq. 3–5)."""
+importance weights), the ε and β schedules and the importance weights by hand, exploration over valid
+actions only, priorities and the target network's cadence, and learning: on a small SCED² cluster every
+one of 3 seeds beats the random policy and the untrained networks (the injected shared-weight Q-network
+of Eq. 3–5)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,23 @@ def test_td_target_by_hand():
     np.testing.assert_allclose(np.asarray(td), [-2.5, 0.75], rtol=1e-6)
     np.testing.assert_allclose(float(loss), (2.5 - 0.5 + 0.5 * 0.5 * 0.75**2) / 2, rtol=1e-6)
     assert int(masked_argmax(jnp.array([5.0, 9.0, 7.0]), jnp.array([True, False, True]))) == 2
+
+
+def test_schedules_and_importance_weights_by_hand():
+    """ε falls linearly from 1 to 0.1 over half the run and stays; β rises from 0.5 to 1 over the whole run;
+    the importance weights of probabilities [½, ¼, ¼] among 3 transitions at β = ½: (3p)^-½ over their
+    maximum = [√½, 1, 1], at β = 1: [½, 1, 1]."""
+    env, params = small_env()
+    cfg = DQNConfig(total_updates=100, updates_per_chunk=50, eps_start=1.0, eps_end=0.1, eps_decay_frac=0.5,
+                    beta_start=0.5, learning_starts=128)  # fmt: skip
+    dqn = DQN(cfg, env, params)
+    eps = [float(dqn.epsilon(jnp.int32(u))) for u in (0, 25, 50, 100)]
+    np.testing.assert_allclose(eps, [1.0, 0.55, 0.1, 0.1], rtol=1e-6)
+    beta = [float(dqn.beta(jnp.int32(u))) for u in (0, 50, 100, 200)]
+    np.testing.assert_allclose(beta, [0.5, 0.75, 1.0, 1.0], rtol=1e-6)
+    p = jnp.array([0.5, 0.25, 0.25])
+    np.testing.assert_allclose(dqn.importance_weights(p, 3, jnp.int32(0)), [0.5**0.5, 1.0, 1.0], rtol=1e-6)
+    np.testing.assert_allclose(dqn.importance_weights(p, 3, jnp.int32(100)), [0.5, 1.0, 1.0], rtol=1e-6)
 
 
 def test_exploration_picks_only_valid_actions_and_greedy_is_the_masked_argmax():

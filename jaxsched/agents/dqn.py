@@ -150,6 +150,12 @@ class DQN:
         cfg = self.config
         return cfg.beta_start + jnp.clip(update / cfg.total_updates, 0.0, 1.0) * (1.0 - cfg.beta_start)
 
+    def importance_weights(self, probabilities: jnp.ndarray, size, update) -> jnp.ndarray:
+        """`f32[B]`: prioritized replay's correction (N·P(i))^-β / max_j (N·P(j))^-β for a minibatch drawn
+        with probabilities `[B]` from `size` transitions (Schaul et al. 2016, Alg. 1), β at `update`."""
+        w = (jnp.asarray(size, jnp.float32) * jnp.maximum(probabilities, 1e-12)) ** -self.beta(update)
+        return w / w.max()
+
     # ---- public API ------------------------------------------------------------------------------
     def init(self, key: jax.Array) -> DQNRunner:
         k_net, k_env, k_run = jax.random.split(key, 3)
@@ -230,10 +236,7 @@ class DQN:
         sample = self.buffer.sample(runner.buffer, key)
         batch = sample.experience.first
         size = jnp.where(runner.buffer.is_full, cfg.buffer_size, runner.buffer.current_index) * cfg.num_envs
-        weights = (size.astype(jnp.float32) * jnp.maximum(sample.probabilities, 1e-12)) ** -self.beta(
-            runner.update
-        )
-        weights = weights / weights.max()
+        weights = self.importance_weights(sample.probabilities, size, runner.update)
         (loss, td), grads = jax.value_and_grad(self.td_loss, has_aux=True)(
             runner.params, runner.target_params, batch, weights
         )
