@@ -4,6 +4,7 @@ an actor defined in this file, and the learning tests."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -14,6 +15,7 @@ import pytest
 from jaxsched.agents.das import DASAgent, DASAgentConfig
 from jaxsched.agents.imitation import imitation_loss, imitation_loss_by_env
 from jaxsched.agents.mappo import MAPPO, MAPPOConfig, MAPPOTransition, gae
+from jaxsched.agents.pg import update_value_stats, value_moments
 from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudConfig, GPUCloudEnv
 from jaxsched.workloads.ddl import V100_MACHINE, drop_too_large, generate_pai_like
 
@@ -196,6 +198,49 @@ def test_gae_does_not_discount_continuation_calls():
     # env 0: 1 reward two calls later, discounted twice: 0.25; env 1: one of those calls is a continuation.
     np.testing.assert_allclose(np.asarray(adv[0]), [0.25, 0.5])
     np.testing.assert_allclose(np.asarray(ret), np.asarray(adv))
+
+
+def test_loss_terms_by_hand():
+    """MAPPO's loss over one rollout's calls against numpy: each agent's clipped surrogate with its own
+    ratio, summed over the *learning* agents only (DL²'s placement is first-fit: its ratio counts for
+    nothing), over decision calls only (a continuation weighs 0), advantages normalised over the decisions,
+    the entropy's mean over the decisions, and the critic's clipped loss in standardised units
+    (`value_norm`: old values and targets standardised alike)."""
+    base = setup("dl2")
+    assert base.agent.learns == (True, False)
+    cfg = dataclasses.replace(base.config, value_norm=True)
+    mappo = MAPPO(cfg, base.base_env, base.env_params, base.agent)
+    runner = mappo.init(jax.random.key(0))
+    _, traj, _ = mappo.rollout(runner, jax.random.key(1))
+    batch = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), traj)  # [T·E] calls
+    n_calls = batch.reward.shape[0]
+    decision = np.asarray(batch.decision)
+    assert 0 < decision.sum() < n_calls  # both kinds of call in the batch
+    rng = np.random.default_rng(0)
+    lp = np.asarray(batch.log_prob) + rng.normal(0, 0.3, batch.log_prob.shape)  # the current actor's
+    ent = rng.uniform(0.5, 2.0, n_calls)
+    adv = rng.normal(0, 2.0, n_calls)
+    targets = rng.normal(-3.0, 1.0, n_calls)
+    stats = update_value_stats(jnp.zeros(3), jnp.asarray(2 * targets + 1, jnp.float32))  # mean ≈ −5, std ≈ 2
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    total, aux = mappo._loss_terms(runner.params, stats, batch, f32(adv), f32(targets), f32(lp), f32(ent))
+
+    d = decision.astype(np.float64)
+    n = d.sum()
+    ratio = np.exp(np.clip(np.where(decision[:, None], lp - np.asarray(batch.log_prob), 0.0), -20, 20))
+    a = (adv - adv[decision].mean()) / (adv[decision].std() + 1e-8)
+    surr = np.minimum(ratio * a[:, None], np.clip(ratio, 1 - cfg.clip_eps, 1 + cfg.clip_eps) * a[:, None])
+    actor = -(surr[:, 0] * d).sum() / n  # the ordering agent only
+    entropy = (ent * d).sum() / n
+    mean, std = (float(x) for x in value_moments(stats))
+    v = np.asarray(jax.vmap(lambda g: mappo.critic.apply(runner.params["critic"], g))(batch.obs.global_state))
+    old, tgt = (np.asarray(batch.value) - mean) / std, (targets - mean) / std
+    v_clip = old + np.clip(v - old, -cfg.clip_eps, cfg.clip_eps)
+    critic = 0.5 * np.maximum((v - tgt) ** 2, (v_clip - tgt) ** 2).mean()
+    np.testing.assert_allclose(aux["actor_loss"], actor, rtol=1e-4)
+    np.testing.assert_allclose(aux["entropy"], entropy, rtol=1e-5)
+    np.testing.assert_allclose(aux["critic_loss"], critic, rtol=1e-4)
+    np.testing.assert_allclose(total, actor + cfg.vf_coef * critic - cfg.ent_coef * entropy, rtol=1e-4)
 
 
 # DA and DAS train in the learning tests below, DA and DL² in test_das_train.py's golden run; RIFLING, the
