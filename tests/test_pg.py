@@ -109,12 +109,15 @@ def test_update_metrics_average_over_the_episodes_that_ended():
 class FixedNet:
     """A network whose logits `[A]` and value are its parameters, the same for every observation."""
 
+    def __init__(self, n_actions: int = 3):
+        self.n_actions = n_actions
+
     def init(self, key, obs):
-        return {"logits": jnp.zeros(3), "value": jnp.float32(0.0)}
+        return {"logits": jnp.zeros(self.n_actions), "value": jnp.float32(1.0)}
 
     def apply(self, params, obs):
-        b = obs.shape[0]
-        return jnp.broadcast_to(params["logits"], (b, 3)), jnp.full((b,), params["value"])
+        b = jax.tree.leaves(obs)[0].shape[0]
+        return jnp.broadcast_to(params["logits"], (b, self.n_actions)), jnp.full((b,), params["value"])
 
     def value(self, params, obs):
         return self.apply(params, obs)[1]
@@ -169,3 +172,18 @@ def test_ppo_loss_by_hand():
     bigger_bonus, _ = ppo.loss(params, hp, batch, adv32, targets32)
     np.testing.assert_allclose(bigger_bonus, total - 0.09 * entropy, rtol=1e-5)
     assert isinstance(ppo._dist(params["logits"][None], jnp.asarray(mask[:1])), distrax.Categorical)
+
+
+def test_ppo_rollout_bootstraps_truncated_steps_and_not_terminated_ones():
+    """A rollout's `next_value` is 0 after a termination and the pre-reset state's value (here the
+    network's constant 1) after a truncation and elsewhere (4-job DBF episodes truncated after 8 decisions:
+    some end first, some are cut)."""
+    env, params = jaxsched.make("dbf-quick", episode_jobs=4)
+    params = params.replace(max_steps=jnp.int32(8))
+    cfg = PPOConfig(num_envs=4, num_steps=64, num_minibatches=1, normalize_obs=False)
+    ppo = PPO(cfg, env, params, network=FixedNet(env.action_space(params).n))
+    runner = ppo.init(jax.random.key(0))
+    _, traj, _ = ppo.rollout(runner, jax.random.key(1))
+    terminated, done = np.asarray(traj.terminated), np.asarray(traj.done)
+    assert terminated.sum() >= 4 and (done & ~terminated).sum() >= 4  # both kinds of episode end
+    np.testing.assert_array_equal(traj.next_value, np.where(terminated, 0.0, 1.0))
