@@ -187,3 +187,43 @@ def test_ppo_rollout_bootstraps_truncated_steps_and_not_terminated_ones():
     terminated, done = np.asarray(traj.terminated), np.asarray(traj.done)
     assert terminated.sum() >= 4 and (done & ~terminated).sum() >= 4  # both kinds of episode end
     np.testing.assert_array_equal(traj.next_value, np.where(terminated, 0.0, 1.0))
+
+
+class FixedAuxNet(FixedNet):
+    """`FixedNet` with an auxiliary task whose target is the first two features of `obs.vec`."""
+
+    def aux_targets(self, obs):
+        return obs.vec[..., :2]
+
+    def aux_loss(self, params, obs, targets, valid):
+        return jnp.float32(0.0), {}
+
+
+def test_ppo_rollout_pairs_each_step_with_the_next_steps_auxiliary_target():
+    """Step t's auxiliary target is what step t + 1 shows (the last step's: the observation the rollout
+    ends on), valid only where the episode goes on."""
+    env, params = jaxsched.make("dbf-quick", episode_jobs=4)
+    cfg = PPOConfig(num_envs=4, num_steps=32, num_minibatches=1, normalize_obs=False)
+    ppo = PPO(cfg, env, params, network=FixedAuxNet(env.action_space(params).n))
+    runner, traj, _ = ppo.rollout(ppo.init(jax.random.key(0)), jax.random.key(1))
+    vec, done = np.asarray(traj.obs.vec), np.asarray(traj.done)
+    assert done.any() and (~done).any()
+    nxt = np.concatenate([vec[1:, :, :2], np.asarray(runner.obs.vec)[None, :, :2]])
+    np.testing.assert_array_equal(traj.aux_target, nxt)
+    np.testing.assert_array_equal(traj.aux_valid, ~done)
+
+
+def test_ppo_normalises_what_the_network_sees_and_updates_the_statistics_from_raw_observations():
+    """With `normalize_obs`, the stored observation is `obs.vec` normalised by the statistics frozen for
+    the rollout, and the statistics merge the raw vectors (the network's own inputs would drift)."""
+    env, params = jaxsched.make("dbf-quick")
+    cfg = PPOConfig(num_envs=4, num_steps=16, num_minibatches=1, normalize_obs=True)
+    ppo = PPO(cfg, env, params, network=FixedNet(env.action_space(params).n))
+    runner = ppo.init(jax.random.key(0))
+    stats = runner.obs_stats.update(jnp.full((8, ppo.obs_dim), 3.0) + jnp.arange(8.0)[:, None])
+    runner = runner.replace(obs_stats=stats)
+    _, traj, log = ppo.rollout(runner, jax.random.key(1))
+    raw = np.asarray(log["raw_vec"])
+    assert raw.min() >= 0.0  # the env's features are non-negative; their normalised values are not
+    np.testing.assert_allclose(traj.obs.vec, stats.normalize(jnp.asarray(raw)), rtol=1e-6)
+    assert (np.asarray(traj.obs.vec) < 0).any()
