@@ -90,7 +90,11 @@ def run_one(clone: Path, bug: tuple, timeout: float) -> dict:
     bug_id, path, old, new, tests = bug
     subprocess.run(["git", "-C", str(clone), "checkout", "-q", "--", "."], check=True)
     target = clone / path
-    target.write_text(target.read_text().replace(old, new))
+    text = target.read_text()
+    if text.count(old) != 1:  # never report an unplanted bug as escaped
+        return {"id": bug_id, "outcome": "error", "rc": None, "seconds": 0,
+                "tail": [f"the old text occurs {text.count(old)} times in {path}, not once"]}  # fmt: skip
+    target.write_text(text.replace(old, new))
     start = time.time()
     rc, out = run_tests(clone, tests, timeout)
     outcome = {1: "caught", 0: "escaped"}.get(rc, "error")
@@ -138,7 +142,8 @@ def _sweep(args, bugs: list[tuple], equivalent: dict, scratch: Path) -> int:
 
     def worker(i: int) -> None:
         clone = scratch / f"w{i}"
-        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+        # from the checked clone, not from the repository: a commit made meanwhile must not move the code
+        subprocess.run(["git", "clone", "-q", str(base), str(clone)], check=True)
         while True:
             try:
                 bug = todo.get_nowait()
