@@ -126,6 +126,8 @@ def _sweep(args, bugs: list[tuple], equivalent: dict, scratch: Path) -> int:
     base = scratch / "baseline"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(base)], check=True)
     check_applies(bugs, base)
+    commit = subprocess.run(["git", "-C", str(base), "rev-parse", "--short", "HEAD"], check=True,
+                            capture_output=True, text=True).stdout.strip()  # fmt: skip
     if args.only:
         wanted = set(args.only.split(","))
         bugs = [b for b in bugs if b[0] in wanted]
@@ -150,6 +152,7 @@ def _sweep(args, bugs: list[tuple], equivalent: dict, scratch: Path) -> int:
             except queue.Empty:
                 return
             res = run_one(clone, bug, args.timeout)
+            res["commit"] = commit  # what the bug was planted in
             if bug[0] in equivalent:
                 res["equivalent"] = equivalent[bug[0]]
             with lock:
