@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -41,3 +42,14 @@ def test_a_stale_bug_is_refused(tmp_path):
     bugs, _ = harness.load_bugs(stale)
     with pytest.raises(SystemExit, match="X1: the text to replace occurs 0 times"):
         harness.check_applies(bugs, ROOT)
+
+
+def test_a_bug_whose_text_is_gone_is_an_error_not_an_escape(tmp_path):
+    """A clone whose code moved under the list (a commit made during a sweep) must not report the bug as
+    escaped: nothing was planted and no test runs."""
+    (tmp_path / "f.py").write_text("x = 1\n")
+    commit = ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "f"]
+    for cmd in (["init", "-q"], ["add", "f.py"], commit):
+        subprocess.run(["git", "-C", str(tmp_path), *cmd], check=True)
+    res = _harness().run_one(tmp_path, ("X1", "f.py", "x = 2", "x = 3", "tests/none.py"), 5.0)
+    assert res["outcome"] == "error" and "occurs 0 times" in res["tail"][0], res
