@@ -60,7 +60,9 @@ PYTEST = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cache
 def run_tests(clone: Path, tests: str, timeout: float) -> tuple[int | None, str]:
     """`(exit code or None on a timeout, stdout)` of the tests in `clone`, stopping at the first failure."""
     # `python -m pytest` puts the clone first on sys.path: its `jaxsched`, not an installed one, is tested
-    env = dict(os.environ, JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"))
+    # the tests in the order named (conftest otherwise runs the heaviest files first), so the pointed
+    # tests a list names first fail first
+    env = dict(os.environ, JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"), JAXSCHED_TEST_ORDER="given")
     try:
         p = subprocess.run(
             [*PYTEST, *shlex.split(tests)],
