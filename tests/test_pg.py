@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 
-import distrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -171,7 +170,6 @@ def test_ppo_loss_by_hand():
     hp = ppo.config.hparams().replace(ent_coef=jnp.float32(0.1))
     bigger_bonus, _ = ppo.loss(params, hp, batch, adv32, targets32)
     np.testing.assert_allclose(bigger_bonus, total - 0.09 * entropy, rtol=1e-5)
-    assert isinstance(ppo._dist(params["logits"][None], jnp.asarray(mask[:1])), distrax.Categorical)
 
 
 def test_ppo_rollout_bootstraps_truncated_steps_and_not_terminated_ones():
