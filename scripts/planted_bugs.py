@@ -4,10 +4,11 @@ A bug list is a Python file that defines `BUGS`, tuples `(id, path, old, new, te
 exactly once in `path` and is replaced by `new`; `tests` are the pytest arguments that should catch it
 (files, `-k` expressions). It may define `EQUIVALENT = {id: why}` for bugs that change no behaviour (kept in
 the list so that a later change making them observable shows up). Each bug is applied in a scratch clone of
-the repository's committed HEAD (one clone per worker; the working tree is never touched) and its tests
-run with `-x`, after each test set passed once unmodified (a test failing already would catch every bug);
-one JSON line per bug: `caught` (pytest exit 1), `escaped` (exit 0), or `error` (anything else, e.g. a
-hang past `--timeout`; the exit code and the last lines are kept).
+the repository's committed HEAD (one clone is checked against the list, each worker clones that one; the
+working tree is never touched; each result records the commit) and its tests run with `-x`, after each
+test set passed once unmodified (a test failing already would catch every bug); one JSON line per bug:
+`caught` (pytest exit 1), `escaped` (exit 0), or `error` (anything else, e.g. a hang past `--timeout`;
+the exit code and the last lines are kept).
 
     python scripts/planted_bugs.py scripts/planted_bugs_dag.py --workers 2 --json runs/planted_dag.jsonl
     python scripts/planted_bugs.py scripts/planted_bugs_dag.py --only E13,F2
@@ -59,9 +60,9 @@ PYTEST = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cache
 
 def run_tests(clone: Path, tests: str, timeout: float) -> tuple[int | None, str]:
     """`(exit code or None on a timeout, stdout)` of the tests in `clone`, stopping at the first failure."""
-    # `python -m pytest` puts the clone first on sys.path: its `jaxsched`, not an installed one, is tested
-    # the tests in the order named (conftest otherwise runs the heaviest files first), so the pointed
-    # tests a list names first fail first
+    # `python -m pytest` puts the clone first on sys.path: its `jaxsched`, not an installed one, is tested.
+    # JAXSCHED_TEST_ORDER keeps the order named (conftest otherwise runs the heaviest files first), so the
+    # pointed tests a list names first fail first.
     env = dict(os.environ, JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"), JAXSCHED_TEST_ORDER="given")
     try:
         p = subprocess.run(

@@ -4,8 +4,6 @@ per-update episode metrics — each against numbers worked out here or a float64
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -122,19 +120,14 @@ class FixedNet:
         return self.apply(params, obs)[1]
 
 
-@functools.cache
-def fixed_ppo(ent_coef=0.01, vf_coef=0.5, clip_eps=0.2):
-    env, params = jaxsched.make("dbf-quick")
-    cfg = PPOConfig(num_envs=2, num_steps=2, num_minibatches=1, normalize_obs=False, ent_coef=ent_coef,
-                    vf_coef=vf_coef, clip_eps=clip_eps)  # fmt: skip
-    return PPO(cfg, env, params, network=FixedNet())
-
-
 def test_ppo_loss_by_hand():
     """PPO's loss over four samples, against float64 numpy: ratio = π(a)/π_old(a) with invalid actions masked
     out of π, advantages normalised, −mean(min(rA, clip(r)A)) + c_v·½·mean(max(clipped squares))
     − c_e·mean entropy of the masked policy."""
-    ppo = fixed_ppo()
+    env, env_params = jaxsched.make("dbf-quick")
+    cfg = PPOConfig(num_envs=2, num_steps=2, num_minibatches=1, normalize_obs=False, ent_coef=0.01,
+                    vf_coef=0.5, clip_eps=0.2)  # fmt: skip
+    ppo = PPO(cfg, env, env_params, network=FixedNet())
     logits = np.array([0.3, -0.2, 1.0])
     params = {"logits": jnp.asarray(logits, jnp.float32), "value": jnp.float32(1.0)}
     mask = np.array([[True, True, True], [True, False, True], [True, True, False], [True, True, True]])

@@ -480,7 +480,6 @@ class ReferenceGPUCloud:
             "job_mask": mask,
             "machines": machines,
             "load": load,
-            "n_outside": len(outside),
             "queue": list(self.queue),
             "free": np.asarray(self.free, np.int64).reshape(self.M, 3),
             "cap": np.asarray([[self.gpu_cap[m], self.cpu_cap[m], self.mem_cap[m]] for m in range(self.M)]),
