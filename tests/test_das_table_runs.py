@@ -45,7 +45,7 @@ def test_runs_stack_by_training_seed_and_repeat_the_heuristics(cfg, tmp_path, mo
     np.testing.assert_array_equal(rows["fifo_firstfit"]["avg_jct_min"], [[10, 20]] * 3)
     assert rows["dl2"] is None
     best = [t for t in das_table.significance(rows) if t["best"]]
-    assert {t["versus"] for t in best} == {"fifo_firstfit"} and best[0]["n"] == 6  # paired over 3 × 2
+    assert {t["versus"] for t in best} == {"fifo_firstfit"} and best[0]["n"] == 2  # the 2 episodes, not 3 × 2
     # the heuristics repeat as often as DAS has seeds, not as the most-trained variant has
     for seed, root in ((0, "main"), (1, "a"), (2, "b"), (3, "c")):
         fake_run(tmp_path / root, cfg, "da", seed, [[7, 8]])

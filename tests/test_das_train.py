@@ -224,7 +224,8 @@ def test_significance_picks_the_best_baseline():
     best = [t for t in tests if t["best"]]
     assert {t["versus"] for t in best} == {"drf_firstfit"}
     jct = next(t for t in best if t["metric"] == "avg_jct_min")
-    assert jct["diff"] == -10 and jct["w_plus"] == 0 and jct["p"] == 2 / 2**12
+    # pairs are the 4 test episodes (each row's mean over its 3 seeds), not the 12 seed × episode cells
+    assert jct["diff"] == -10 and jct["w_plus"] == 0 and jct["n"] == 4 and jct["p"] == 2 / 2**4
     assert {t["versus"] for t in tests} == {"drf_firstfit", "rifling"}
 
 

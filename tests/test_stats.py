@@ -87,3 +87,27 @@ def test_power_sharpens_only_an_undecided_verdict():
     assert verdict_with_power({"verdict": "undecided"}, 0.5) == "undecided"
     assert verdict_with_power({"verdict": "undecided"}, None) == "undecided"
     assert verdict_with_power({"verdict": "reproduced"}, 0.99) == "reproduced"
+
+
+def test_a_repeated_unit_is_refused_not_counted_twice():
+    # 8 test episodes; the same evaluation tiled five times (one copy per training seed of another row)
+    # would give 40 "pairs" and p ≈ 2e-12 where the 8 distinct episodes can reach 2/256 at best.
+    from jaxsched.experiments.stats import claim_verdict, per_unit
+
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=8), rng.normal(size=8) + 3.0
+    assert wilcoxon_signed_rank(x, y)["p"] == pytest.approx(2 / 256)
+    with pytest.raises(ValueError, match="repeat one block"):
+        wilcoxon_signed_rank(np.tile(x, 5), np.tile(y, 5))
+    with pytest.raises(ValueError, match="repeat one block"):
+        claim_verdict(np.tile(x, 5), np.tile(y, 5))
+    learned = rng.normal(size=40)  # 5 training seeds × 8 episodes, flattened, against a tiled heuristic
+    with pytest.raises(ValueError, match="second sample repeat"):
+        wilcoxon_signed_rank(learned, np.tile(y, 5))
+    with pytest.raises(ValueError, match="1-D"):  # [seeds, episodes] must be averaged per episode first
+        wilcoxon_signed_rank(np.tile(x, (5, 1)), np.tile(y, (5, 1)))
+    seeds = np.stack([x, x + 0.1, x - 0.1])  # [3 seeds, 8 episodes] → one mean per episode
+    np.testing.assert_allclose(per_unit(seeds), x)
+    assert wilcoxon_signed_rank(per_unit(seeds), y)["n"] == 8
+    # A repeated pair with no difference is dropped anyway (ties at zero carry no rank): allowed.
+    assert wilcoxon_signed_rank([1.0, 1.0, 2.0], [1.0, 1.0, 3.0])["n"] == 1

@@ -7,6 +7,11 @@ the doubled rank sums — exact for any n, ties included.
 
 `wilcoxon_power(diffs, shift)`: that test's power against a stated mean difference, by a bootstrap of
 the observed pairs' noise — what "not significant" is worth.
+
+A pair is one distinct unit (a test episode, a job): the same episode evaluated under several seeds, or
+one evaluation repeated for every training seed of another row, is still one unit. Every test here takes
+1-D samples with one value per unit and refuses a pair that repeats (`distinct_pairs`); `per_unit(x)`
+averages `[..., units]` arrays over their leading axes (seeds) first.
 """
 
 from __future__ import annotations
@@ -29,13 +34,59 @@ def _average_ranks(a: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def wilcoxon_signed_rank(x, y) -> dict:
-    """Exact two-sided test of `x − y` (paired, same shape). Returns `{n, w_plus, w_minus, p}` (n: the
-    nonzero differences; p = 1 when n = 0)."""
-    x, y = np.asarray(x, np.float64).ravel(), np.asarray(y, np.float64).ravel()
+def per_unit(values, axis: int = -1) -> np.ndarray:
+    """`[..., U]` (units on `axis`, e.g. `[seeds, episodes]`) → `[U]`: each unit's mean over the other
+    axes — the one value per distinct unit a paired test takes."""
+    v = np.asarray(values, np.float64)
+    v = np.moveaxis(np.atleast_1d(v), axis, -1)
+    return v.reshape(-1, v.shape[-1]).mean(axis=0)
+
+
+def _repeats_in_blocks(v: np.ndarray) -> int:
+    """The largest k ≥ 2 such that `v` ([n] or [n, 2]) is k identical consecutive blocks, or 0 (a
+    constant sample is not counted: equal values of distinct units are no repetition)."""
+    n = len(v)
+    if n < 2 or np.all(v == v[0]):
+        return 0
+    for k in range(n, 1, -1):
+        if n % k == 0 and np.all(v.reshape(k, n // k, *v.shape[1:]) == v[: n // k]):
+            return k
+    return 0
+
+
+def distinct_pairs(x, y) -> tuple[np.ndarray, np.ndarray]:
+    """`x`, `y` as float64 1-D paired samples, refusing the two ways a unit gets counted twice: inputs
+    that are not 1-D (`[seeds, episodes]`: average with `per_unit` first) and a sample that is one block
+    repeated (an evaluation tiled per training seed of another row: the pairs, or either side alone)."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    if x.ndim != 1 or y.ndim != 1:
+        raise ValueError(
+            f"paired samples must be 1-D, one value per distinct unit (got shapes {x.shape} and {y.shape}): "
+            "average repeated evaluations of a unit first (stats.per_unit)"
+        )
     if x.shape != y.shape:
         raise ValueError(f"paired samples must have the same size, got {x.size} and {y.size}")
-    d = x - y
+    sides = (("the pairs", np.stack([x, y], axis=1)), ("the first sample", x), ("the second sample", y))
+    for what, v in sides:
+        k = _repeats_in_blocks(v)
+        if k:
+            raise ValueError(
+                f"{what} repeat one block of {len(x) // k} values {k} times: a paired test counts each "
+                "distinct unit once (average repeated evaluations of a unit first, stats.per_unit)"
+            )
+    return x, y
+
+
+def wilcoxon_signed_rank(x, y) -> dict:
+    """Exact two-sided test of `x − y` over paired 1-D samples, one value per distinct unit
+    (`distinct_pairs`). Returns `{n, w_plus, w_minus, p}` (n: the nonzero differences; p = 1 when
+    n = 0)."""
+    x, y = distinct_pairs(x, y)
+    return _signed_rank(x - y)
+
+
+def _signed_rank(d: np.ndarray) -> dict:
+    """`wilcoxon_signed_rank` on the differences `d` [n] (no unit check: the bootstrap's resamples)."""
     d = d[d != 0]
     n = len(d)
     if n == 0:
@@ -61,7 +112,9 @@ def wilcoxon_power(diffs, shift: float, alpha: float = 0.05, n_sim: int = 1000, 
     (as many pairs as `diffs`, drawn with replacement), each shifted by `shift`, counted when p < `alpha`
     with the sample mean on `shift`'s side. Power against a stated effect (e.g. the paper's gap), not
     the observed one. Few pairs bound it: with n pairs the smallest p is 2 / 2^n (n ≤ 5: power 0 at 0.05)."""
-    d = np.asarray(diffs, np.float64).ravel()
+    d = np.asarray(diffs, np.float64)
+    if d.ndim != 1:
+        raise ValueError(f"diffs must be 1-D, one difference per distinct unit, got shape {d.shape}")
     if d.size == 0:
         raise ValueError("wilcoxon_power needs at least one paired difference")
     if not 0.0 < alpha < 1.0:
@@ -71,7 +124,7 @@ def wilcoxon_power(diffs, shift: float, alpha: float = 0.05, n_sim: int = 1000, 
     hits = 0
     for _ in range(n_sim):
         sample = rng.choice(centred, size=d.size, replace=True) + shift
-        res = wilcoxon_signed_rank(sample, np.zeros_like(sample))
+        res = _signed_rank(sample)
         hits += res["p"] < alpha and np.sign(sample.mean()) == np.sign(shift)
     return hits / n_sim
 
@@ -84,7 +137,7 @@ def claim_verdict(lower, higher, alpha: float = 0.05) -> dict:
     Wilcoxon test and a verdict — reproduced (p < alpha, lower mean below), not reproduced (p < alpha,
     above), undecided (p ≥ alpha). Returns `{diff, relative, pairs, p, verdict}` (diff: mean difference;
     relative: mean(lower) / mean(higher) − 1)."""
-    a, b = np.asarray(lower, np.float64).ravel(), np.asarray(higher, np.float64).ravel()
+    a, b = distinct_pairs(lower, higher)
     test = wilcoxon_signed_rank(a, b)
     diff = float((a - b).mean())
     if test["p"] >= alpha:
@@ -124,6 +177,7 @@ def paired_tests(this: dict, other: dict, name: str, keys) -> dict:
         key: {
             "against": name,
             "ratio": other[key]["mean"] / max(this[key]["mean"], 1e-9),
+            # per_episode: one mean over runs per episode, so each test episode is one pair
             **wilcoxon_signed_rank(this[key]["per_episode"], other[key]["per_episode"]),
         }
         for key in keys

@@ -14,8 +14,9 @@ A cluster's config is `configs/das/<cluster>.yaml` (`--config-dir`). Rows:
   * the learned schedulers (DL², RIFLING, DA, DA+MC, DA+RWGP, DAS), from the `eval.json` that
     `jaxsched train` writes into `<run dir>/<variant>/`; a variant not trained yet is listed as such.
 Every row holds one value per (seed, test episode), with the same evaluation keys, so rows are paired:
-mean ± std is over seeds × episodes, and the Wilcoxon signed-rank test (Table 3) pairs them. The paper's
-test pairs jobs; with per-episode averages the smallest attainable p is 2 / 2^(seeds · episodes).
+mean ± std is over seeds × episodes, and the Wilcoxon signed-rank test (Table 3) pairs test episodes (each
+row's mean over its seeds: an episode is one unit however many seeds saw it). The paper's test pairs jobs;
+with per-episode averages the smallest attainable p is 2 / 2^episodes.
 
 `--runs` adds run directories of the same config trained under other `seed`s (one process per training
 seed, as on a CPU). Every run's seed slot i sees the same evaluation keys, so a learned row stacks one
@@ -41,6 +42,7 @@ from jaxsched.agents.das import PRESETS
 from jaxsched.experiments.report import claim_table_lines
 from jaxsched.experiments.stats import (
     claim_verdict,
+    per_unit,
     verdict_with_power,
     wilcoxon_power,
     wilcoxon_signed_rank,
@@ -110,16 +112,20 @@ def table1_lines(rows: dict, cluster: str) -> list[str]:
 
 def significance(rows: dict, target: str = "das") -> list[dict]:
     """Wilcoxon signed-rank tests of `target` against the best baseline (lowest mean JCT among the
-    heuristics, planners and learned baselines run on the same seeds × episodes) and against RIFLING
-    (the paper's Table 3), on JCT and fee. Empty when `target` has no results."""
+    heuristics, planners and learned baselines run on the same test episodes) and against RIFLING
+    (the paper's Table 3), on JCT and fee. A pair is one test episode: each row's mean over its seeds
+    (a heuristic's one evaluation, repeated per training seed by `--runs`, counts once). Empty when
+    `target` has no results."""
     mine = rows.get(target)
     if mine is None:
         return []
-    shape = mine["avg_jct_min"].shape
+    n_episodes = mine["avg_jct_min"].shape[1]
     baselines = {
         n: r
         for n, r in rows.items()
-        if r is not None and n not in ("da", "da_mc", "da_rwgp", "das") and r["avg_jct_min"].shape == shape
+        if r is not None
+        and n not in ("da", "da_mc", "da_rwgp", "das")
+        and r["avg_jct_min"].shape[1] == n_episodes
     }
     if not baselines:
         return []
@@ -129,8 +135,9 @@ def significance(rows: dict, target: str = "das") -> list[dict]:
         if other not in baselines:
             continue
         for metric, header, *_ in METRICS:
-            res = wilcoxon_signed_rank(mine[metric], baselines[other][metric])
-            diff = float(mine[metric].mean() - baselines[other][metric].mean())
+            ours, theirs = per_unit(mine[metric]), per_unit(baselines[other][metric])  # [E] each
+            res = wilcoxon_signed_rank(ours, theirs)
+            diff = float(ours.mean() - theirs.mean())
             tests.append(
                 {
                     "versus": other,
@@ -155,7 +162,7 @@ def significance_lines(tests: list[dict], target: str = "das") -> list[str]:
         who = label(t["versus"]) + (" (best baseline)" if t["best"] else "")
         out.append(
             f"| {who} | {t['header']} | {t['diff']:+,.2f} | {t['w_plus']:g} | {t['w_minus']:g} | {t['n']} | "
-            f"{t['p']:.4f} |"
+            f"{t['p']:.2g} |"
         )
     return out
 
