@@ -88,6 +88,29 @@ def _run_eval(args) -> int:
     return 0
 
 
+def _add_calibrate(sub) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="the config's baselines beside every baseline number its paper publishes (--fit: search knobs)",
+    )
+    p.add_argument("config", help="YAML config with a `calibration:` section (configs/<kind>/paper_*.yaml)")
+    p.add_argument("--fit", action="store_true", help="search calibration.knobs on the calibration episodes")
+    p.add_argument("--out", default=None, help="write calibration.md, .json (and fit_surface.png) here")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_set(p)
+    p.set_defaults(func=_run_calibrate)
+
+
+def _run_calibrate(args) -> int:
+    from jaxsched.experiments.calibration import run_calibration
+
+    system, cfg = _system_and_config(args)
+    if system.calibration is None:
+        raise ValueError(f"{args.config}: the {system.kind} system declares no calibration")
+    run_calibration(system.calibration, cfg, do_fit=args.fit, out_dir=args.out, progress=not args.quiet)
+    return 0
+
+
 def _add_demo(sub) -> None:
     p = sub.add_parser("demo", help="heuristics on the HPC env over a generated Lublin workload")
     p.add_argument("--episodes", type=int, default=8, help="episodes per policy (seeds)")
@@ -220,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _add_train(sub)
     _add_eval(sub)
+    _add_calibrate(sub)
     _add_demo(sub)
     _add_report(sub)
     _add_system_commands(sub)

@@ -72,6 +72,50 @@ ALIASES = {
 
 
 @dataclass(frozen=True)
+class CalibrationSection:
+    """Which of its paper's settings a config stands for, and how it was fitted (`jaxsched calibrate`;
+    `experiments.calibration`). Every published baseline number of `setting` is compared; `fit` names the
+    calibration rows (`row.metric`, e.g. `fifo_firstfit.avg_jct_min`) that `--fit` matches by searching
+    `knobs` (each `dotted.key=[v1, v2, ...]`, a grid of candidate values); every other row is validation."""
+
+    setting: str | None = None  # the paper's setting (a `setting` of the system's paper_numbers.csv)
+    fit: tuple[str, ...] = ()
+    knobs: tuple[str, ...] = ()
+    # Compare every row as its ratio to this row (where the paper's absolute scale comes from data we do
+    # not have); null: absolute numbers.
+    relative_to: str | None = None
+    tolerance: float = 0.10  # a row is matched within ± this fraction of the paper's value
+
+    def __post_init__(self):
+        if not 0.0 < self.tolerance < 1.0:
+            raise ValueError(f"calibration.tolerance must be in (0, 1), got {self.tolerance}")
+        for i, row in enumerate(self.fit):
+            if row.count(".") != 1 or not all(row.split(".")):
+                raise ValueError(f"calibration.fit[{i}] must look like ROW.METRIC, got {row!r}")
+        self.knob_grid()  # errors name the knob
+
+    def knob_grid(self) -> tuple[tuple[str, tuple], ...]:
+        """`((dotted key, candidate values), ...)` of `knobs`."""
+        out = []
+        for i, text in enumerate(self.knobs):
+            key, sep, values = text.partition("=")
+            where = f"calibration.knobs[{i}] ({text!r})"
+            if not sep or key.strip().count(".") < 1:
+                raise ValueError(f"{where} must look like section.key=[v1, v2, ...]")
+            try:
+                parsed = yaml.load(values, Loader=StrictLoader)
+            except yaml.YAMLError:
+                parsed = None
+            if not isinstance(parsed, list) or not parsed:
+                raise ValueError(f"{where}: the candidate values must be a non-empty YAML list")
+            out.append((key.strip(), tuple(parsed)))
+        keys = [k for k, _ in out]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"calibration.knobs names a key twice: {keys}")
+        return tuple(out)
+
+
+@dataclass(frozen=True)
 class ExperimentConfig:
     """The top-level keys of every system's config. A system's config derives from this, adds its
     sections as dataclass-valued fields, and sets the class-level declarations below."""
@@ -82,13 +126,14 @@ class ExperimentConfig:
     # Dotted keys that are fields of a section's dataclass but not settings (why, for the error).
     NOT_SETTINGS: ClassVar[Mapping[str, str]] = {}
     # Sections and keys that may differ when a run is resumed (everything else must match).
-    RESUME_MAY_DIFFER: ClassVar[tuple[str, ...]] = ("kind", "name", "out_dir", "eval")
+    RESUME_MAY_DIFFER: ClassVar[tuple[str, ...]] = ("kind", "name", "out_dir", "eval", "calibration")
 
     kind: str = ""
     name: str = "run"
     seed: int = 0
     num_seeds: int = 3
     out_dir: str = "runs"
+    calibration: CalibrationSection = dataclasses.field(default_factory=CalibrationSection)
 
     def __post_init__(self):
         if self.kind != self.KIND:
@@ -97,6 +142,9 @@ class ExperimentConfig:
             raise ValueError(f"name must be a non-empty file name (no '/'), got '{self.name}'")
         if self.num_seeds < 1:
             raise ValueError(f"num_seeds must be >= 1, got {self.num_seeds}")
+        for key, _ in self.calibration.knob_grid():
+            if key.split(".")[0] == "calibration" or not _has_setting(self, key):
+                raise ValueError(f"calibration.knobs: {key!r} is not a setting of this config")
 
     @classmethod
     def sections(cls) -> dict[str, Any]:
@@ -122,6 +170,25 @@ class ExperimentConfig:
             section, key = dotted.split(".")
             d[section].pop(key, None)
         return d
+
+
+def _has_setting(cfg, dotted: str) -> bool:
+    """Whether `dotted` (section.key) names a field of a section of `cfg`."""
+    section, _, key = dotted.partition(".")
+    value = getattr(cfg, section, None)
+    return dataclasses.is_dataclass(value) and key in {f.name for f in dataclasses.fields(value)}
+
+
+def with_settings(cfg, settings: Mapping[str, Any]):
+    """`cfg` with dotted keys set to YAML-typed values (`{"env.load_scale": 0.5}`), re-validated as a
+    loaded config is (a wrong key or type is a one-line error naming the key)."""
+    d = cfg.to_dict()
+    for dotted, value in settings.items():
+        section, _, key = dotted.partition(".")
+        if not isinstance(d.get(section), dict):
+            raise ValueError(f"unknown section {section!r} in {dotted!r}")
+        d[section][key] = value
+    return config_from_dict(type(cfg), d)
 
 
 def _to_plain(obj):

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
 
+from jaxsched.experiments.calibration import Calibration
 from jaxsched.experiments.config import ExperimentConfig
 
 
@@ -56,5 +57,8 @@ class System:
     # run_dirs(cfg) -> {label: run dir}: where `train` writes each learner's run (`jaxsched report CONFIG`)
     run_dirs: Callable[[Any], Mapping[str, Path]]
     paper_tables: Mapping[str, PaperTable] = field(default_factory=dict)
+    # `jaxsched calibrate CONFIG`: the paper's published numbers and how to evaluate the baselines on
+    # calibration and test episodes (None: the system has no calibration yet)
+    calibration: Calibration | None = None
     # CLI modules with `add_arguments(parser)` and `run_from_args(args)`, by subcommand ("table", "report")
     commands: Mapping[str, ModuleType] = field(default_factory=dict)

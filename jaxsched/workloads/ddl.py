@@ -399,6 +399,8 @@ class PAILikeConfig:
     cpu_per_gpu:         (lo, hi) cores per GPU, uniform; mem_per_gpu_gb: (lo, hi) GB per GPU, uniform
     machine_gpu/cpu/mem: one machine's capacity (env units): caps per-instance demands
     work_log_mu/sigma:   log-normal of the work (s), clipped to [work_min_s, work_max_s]
+    work_gpu_exponent:   β: a job's work × (its GPUs)^β / E[GPUs^β] before the clip (0: independent of
+                         size; > 0: large jobs run longer, paper App. G), the mean work unchanged
     model_weights:       probabilities over `MODEL_NAMES`
     mean_interarrival_s: mean gap between submissions (over whole days)
     hourly_weights:      24 relative rates per hour of day (> 0; normalised to mean 1)
@@ -415,6 +417,7 @@ class PAILikeConfig:
     work_log_sigma: float = WORK_LOG_SIGMA
     work_min_s: float = 60.0
     work_max_s: float = 7 * 86400.0
+    work_gpu_exponent: float = 0.0
     model_weights: tuple[float, ...] = MODEL_WEIGHTS
     mean_interarrival_s: float = MEAN_INTERARRIVAL_S
     hourly_weights: tuple[float, ...] = DIURNAL_PROFILE
@@ -451,6 +454,8 @@ class PAILikeConfig:
                 raise err(f, "must be an int >= 1")
         if not finite(self.work_log_mu):
             raise err("work_log_mu", "must be finite")
+        if not finite(self.work_gpu_exponent):
+            raise err("work_gpu_exponent", "must be finite")
         for f in ("work_log_sigma", "work_min_s", "work_max_s", "mean_interarrival_s"):
             v = getattr(self, f)
             if not (finite(v) and v > 0):
@@ -517,7 +522,13 @@ def _generate(key: jax.Array, n_jobs: int, cfg: PAILikeConfig) -> DDLWorkload:
     cpu = per_gpu(k_cpu, cfg.cpu_per_gpu, 100.0, cfg.machine_cpu)
     mem = per_gpu(k_mem, cfg.mem_per_gpu_gb, 1024.0, cfg.machine_mem)
     z = jax.random.normal(k_work, (n_jobs,), jnp.float32)
-    work = jnp.clip(jnp.exp(cfg.work_log_mu + cfg.work_log_sigma * z), cfg.work_min_s, cfg.work_max_s)
+    work = jnp.exp(cfg.work_log_mu + cfg.work_log_sigma * z)
+    if cfg.work_gpu_exponent != 0.0:  # size–duration correlation, normalised so the mean work stays
+        total = tab[:, 0] * tab[:, 1]
+        norm = float((tab[:, 2] / tab[:, 2].sum() * total**cfg.work_gpu_exponent).sum())
+        factor = jnp.asarray(total**cfg.work_gpu_exponent / norm, jnp.float32)[row]
+        work = work * factor
+    work = jnp.clip(work, cfg.work_min_s, cfg.work_max_s)
     mw = np.asarray(cfg.model_weights, dtype=np.float64)
     model = jax.random.choice(k_model, len(MODEL_NAMES), (n_jobs,), p=jnp.asarray(mw / mw.sum(), jnp.float32))
     return DDLWorkload(

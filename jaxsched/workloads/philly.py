@@ -113,7 +113,8 @@ CATEGORY_MODELS: dict[str, tuple[str, ...]] = {
 _MAX_EXACT_F32 = 2**24  # float32 holds every whole number of seconds below this
 _PREFIX = "PhillyConfig"
 _NUMBER_FIELDS = (
-    "single_gpu_share", "mean_interarrival", "interarrival_shape", "arrival_scale", "min_runtime"
+    "single_gpu_share", "mean_interarrival", "interarrival_shape", "arrival_scale", "min_runtime",
+    "runtime_scale",
 )  # fmt: skip
 
 
@@ -158,6 +159,9 @@ class PhillyConfig:
     arrival_scale:       factor on every gap (Fig. 8); the mean gap is `mean_interarrival * arrival_scale`
     category_mix:        {"nlp" | "speech" | "cv": weight} (§IV-A: .6, .3, .1; weights sum 1)
     min_runtime:         floor of the run times, whole seconds >= 1 (the table starts at 60 s)
+    runtime_scale:       factor on every drawn run time (1: Philly's; SCED²'s "minutes to hours" jobs are
+                         shorter: a calibration knob, `jaxsched calibrate`)
+    max_runtime:         cap on the run times, s (None: Philly's tail, up to days)
 
     Mixes are stored as tuples of (key, weight) pairs, multi-GPU counts ascending and categories in
     `CATEGORY_MODELS` order (absent ones weigh 0), so equal mixes give equal, hashable configs.
@@ -170,6 +174,8 @@ class PhillyConfig:
     arrival_scale: float = 1.0
     category_mix: tuple[tuple[str, float], ...] = (("nlp", 0.6), ("speech", 0.3), ("cv", 0.1))
     min_runtime: float = 60.0
+    runtime_scale: float = 1.0
+    max_runtime: float | None = None
 
     def __post_init__(self) -> None:
         for f in _NUMBER_FIELDS:
@@ -179,6 +185,13 @@ class PhillyConfig:
         in_unit_interval(self, _PREFIX, ("single_gpu_share",))
         positive(self, _PREFIX, ("mean_interarrival", "interarrival_shape", "arrival_scale"))
         at_least(self, _PREFIX, ("min_runtime",), 1)
+        positive(self, _PREFIX, ("runtime_scale",))
+        if self.max_runtime is not None and not (
+            _is_real(self.max_runtime) and self.max_runtime >= self.min_runtime
+        ):
+            raise ValueError(
+                f"{_PREFIX}.max_runtime must be a number >= min_runtime or None, got {self.max_runtime!r}"
+            )
         if self.min_runtime != int(self.min_runtime):
             raise ValueError(f"{_PREFIX}.min_runtime must be whole seconds, got {self.min_runtime}")
 
@@ -238,6 +251,10 @@ def _episode(key: jax.Array, config: PhillyConfig, n_jobs: int) -> dict[str, jnp
         k_model, len(DLT_MODELS), (n_jobs,), p=jnp.asarray(config.model_weights, jnp.float32)
     ).astype(jnp.int32)
     run = runtime_from_uniform(jax.random.uniform(k_run, (n_jobs,), jnp.float32))
+    if config.runtime_scale != 1.0:
+        run = run * jnp.float32(config.runtime_scale)
+    if config.max_runtime is not None:
+        run = jnp.minimum(run, jnp.float32(config.max_runtime))
     duration = jnp.maximum(jnp.round(run), jnp.float32(config.min_runtime))
     # Weibull gaps by inversion: scale * E^(1/k), E ~ Exp(1); job 0 submits at 0, so n - 1 gaps
     expo = jax.random.exponential(k_gap, (n_jobs - 1,), jnp.float32)

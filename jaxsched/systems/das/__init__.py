@@ -12,6 +12,7 @@ its paper tables (`table`: Table 1, Table 3, App. E and F).
 from jaxsched.experiments.system import PaperTable, System
 from jaxsched.policies.gpu_cloud import HEURISTICS
 from jaxsched.systems.das import table
+from jaxsched.systems.das.calibration import CALIBRATION
 from jaxsched.systems.das.config import DASConfig, build_das
 from jaxsched.systems.das.evaluate import DAS_METRICS
 from jaxsched.systems.das.train import evaluate_das, run_dir_of, train_das_config
@@ -32,4 +33,5 @@ SYSTEM = System(
     run_dirs=lambda cfg: {v: run_dir_of(cfg, v) for v in cfg.agent.variants},
     paper_tables={"table1": PaperTable("Table 1 (JCT min, fee $) per cluster", table.PAPER_TABLE1)},
     commands={"table": table},
+    calibration=CALIBRATION,
 )

@@ -11,8 +11,8 @@ A DAS config says `kind: das` and has these sections (every field optional; defa
                kappa_net, kappa_cpu, kappa_spread}
     env:      {n_slots, queue_capacity, max_running, max_forward_events, episode_jobs, load_scale, max_steps,
                alpha, price, reward, wait_norm}
-    workload: {source: pai_like | pai, n_jobs, train_frac, bank_seed, mean_interarrival_s,
-               job_csv, task_csv, group_tag_csv}
+    workload: {source: pai_like | pai, n_jobs, train_frac, bank_seed, mean_interarrival_s, work_scale,
+               work_gpu_exponent, job_csv, task_csv, group_tag_csv}
     eval:     {seed, episodes, policies, select: last | validation, validation_episodes, greedy}
     agent:    {variants: [das, da, da_mc, da_rwgp, dl2, rifling], hidden, heads, tau, prior_mean, std_min,
               machine_index}
@@ -91,6 +91,12 @@ class WorkloadSection:
     train_frac: float = 0.8
     bank_seed: int = 0
     mean_interarrival_s: float | None = None  # pai_like; None = the calibrated default
+    # pai_like: every job's work (s at nominal speed) × this (the log-normal's median; its clip bounds
+    # stay): the run-time scale the paper's trace sets and does not print (a calibration knob)
+    work_scale: float = 1.0
+    # pai_like: β of the size–duration correlation (`PAILikeConfig.work_gpu_exponent`; App. G: "a small
+    # proportion of jobs are large and long-running"); 0 = independent (the generator's default)
+    work_gpu_exponent: float = 0.0
     job_csv: str | None = None  # pai
     task_csv: str | None = None
     group_tag_csv: str | None = None
@@ -107,6 +113,10 @@ class WorkloadSection:
             raise ValueError("workload.source 'pai' needs workload.job_csv and workload.task_csv")
         if not 0.0 < self.train_frac < 1.0:
             raise ValueError(f"workload.train_frac must be in (0, 1), got {self.train_frac}")
+        if not self.work_scale > 0.0:
+            raise ValueError(f"workload.work_scale must be > 0, got {self.work_scale}")
+        if self.mean_interarrival_s is not None and not self.mean_interarrival_s > 0.0:
+            raise ValueError(f"workload.mean_interarrival_s must be > 0, got {self.mean_interarrival_s}")
 
 
 @dataclass(frozen=True)
@@ -225,6 +235,8 @@ def _check_dropped(dropped: int, total: int, cfg: DASConfig) -> None:
 # ---- building the run ---------------------------------------------------------------------------------
 def build_das(cfg: DASConfig):
     """`(env, train_params, test_params, test_starts)` for `cfg` (module docstring)."""
+    import math
+
     import jax
     import numpy as np
 
@@ -247,11 +259,12 @@ def build_das(cfg: DASConfig):
         raise ValueError(f"env: {err}") from None
     caps = {k: np.full(m, V100_MACHINE[k], np.int32) for k in ("gpu", "cpu", "mem")}
     if w.source == "pai_like":
-        gen_cfg = (
-            PAILikeConfig()
-            if w.mean_interarrival_s is None
-            else PAILikeConfig(mean_interarrival_s=w.mean_interarrival_s)
-        )
+        gen = {} if w.mean_interarrival_s is None else {"mean_interarrival_s": w.mean_interarrival_s}
+        if w.work_scale != 1.0:
+            gen["work_log_mu"] = PAILikeConfig.work_log_mu + math.log(w.work_scale)
+        if w.work_gpu_exponent != 0.0:
+            gen["work_gpu_exponent"] = w.work_gpu_exponent
+        gen_cfg = PAILikeConfig(**gen)
         bank = generate_pai_like(jax.random.key(w.bank_seed), w.n_jobs, gen_cfg)
         total = bank.num_jobs
         bank, dropped = drop_too_large(bank, caps["gpu"], caps["cpu"], caps["mem"])

@@ -5,10 +5,10 @@
     seed: 0               # root of the training seeds
     num_seeds: 3
     env:      {n_servers, gpus_per_server, window, n_levels, auto_forward, work_conserving, time_scale,
-               sensitive_ratio, max_steps}
+               sensitive_ratio, max_steps, slowdown_scale}
     workload: {source: philly | csv, path, drop_too_wide, single_gpu_share, multi_gpu_sizes,
-               multi_gpu_weights, mean_interarrival, interarrival_shape, arrival_scale, train_episodes,
-               test_episodes, jobs_per_episode, bank_seed, test_seed}
+               multi_gpu_weights, mean_interarrival, interarrival_shape, arrival_scale, runtime_scale,
+               max_runtime, train_episodes, test_episodes, jobs_per_episode, bank_seed, test_seed}
     agent:    {networks: [shared, mlp], server_hidden, job_hidden, head_hidden, mlp_hidden}
     dqn:      {any DQNConfig field}   (defaults: `sced2_dqn_config()`)
     eval:     {episodes, baselines, baseline_windows, headline}
@@ -70,6 +70,9 @@ class EnvSection:
     time_scale: float = 3600.0
     sensitive_ratio: float = 2.0
     max_steps: int | None = None
+    # The locality slowdowns' strength: slowdown = 1 + this × (the model's − 1) (`slowdown_table`); the
+    # paper gives four models' level-1 ratios (Fig. 1) and nothing beyond: a calibration knob
+    slowdown_scale: float = 1.0
 
     def __post_init__(self):
         try:
@@ -77,6 +80,8 @@ class EnvSection:
         except ValueError as e:
             raise ValueError(str(e).replace("GPULocalityConfig.", "env.")) from None
         positive(self, "env", ("time_scale", "sensitive_ratio"))
+        if not self.slowdown_scale >= 0.0:
+            raise ValueError(f"env.slowdown_scale must be >= 0, got {self.slowdown_scale}")
         if self.max_steps is not None and self.max_steps < 1:
             raise ValueError(f"env.max_steps must be >= 1 or null, got {self.max_steps}")
 
@@ -101,6 +106,8 @@ class WorkloadSection:
     mean_interarrival: float = 172.0
     interarrival_shape: float = 0.5
     arrival_scale: float = 1.0
+    runtime_scale: float = 1.0  # factor on Philly's run times (PhillyConfig.runtime_scale)
+    max_runtime: float | None = None  # cap on the run times, s (PhillyConfig.max_runtime)
     train_episodes: int = 30
     test_episodes: int = 30
     jobs_per_episode: int = 1000
@@ -133,6 +140,8 @@ class WorkloadSection:
             mean_interarrival=self.mean_interarrival,
             interarrival_shape=self.interarrival_shape,
             arrival_scale=self.arrival_scale,
+            runtime_scale=self.runtime_scale,
+            max_runtime=self.max_runtime,
         )
 
 
@@ -242,6 +251,16 @@ def _episodes(bank, first: int, count: int, size: int):
     return part, starts, starts + size
 
 
+def slowdown_table(e: EnvSection):
+    """`f32[6, k]`: the locality model's slowdowns (`envs.gpu_locality_params.default_slowdown`) with their
+    excess over 1 scaled by `env.slowdown_scale` (None at 1: the env's default table)."""
+    from jaxsched.envs.gpu_locality_params import default_slowdown
+
+    if e.slowdown_scale == 1.0:
+        return None
+    return 1.0 + e.slowdown_scale * (default_slowdown(e.n_levels) - 1.0)
+
+
 def window_env(cfg: SCED2Config, window: int):
     """`cfg`'s env with a window of `window` jobs; it takes the params `build_sced2` makes (they do not
     depend on the window), e.g. the whole-queue baselines' env."""
@@ -275,7 +294,8 @@ def build_sced2(cfg: SCED2Config):
             )
         train = _episodes(bank, 0, w.train_episodes, w.jobs_per_episode)
         test = _episodes(bank, w.train_episodes * w.jobs_per_episode, w.test_episodes, w.jobs_per_episode)
-    kw = dict(sensitive_ratio=e.sensitive_ratio, time_scale=e.time_scale, max_steps=e.max_steps)
+    kw = dict(sensitive_ratio=e.sensitive_ratio, time_scale=e.time_scale, max_steps=e.max_steps,
+              slowdown=slowdown_table(e))  # fmt: skip
     train_params = env.make_params(train[0], starts=train[1], ends=train[2], **kw)
     test_params = env.make_params(test[0], starts=test[1], ends=test[2], **kw)
     return env, train_params, test_params

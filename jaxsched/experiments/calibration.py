@@ -1,0 +1,532 @@
+"""`jaxsched calibrate CONFIG [--fit]`: a simulator against its paper's own baseline numbers.
+
+A system declares a `Calibration`: its paper's published numbers (`paper_numbers.csv` beside the system:
+source, setting, row, kind, metric, value, unit, reference, note), how to point a config at its
+*calibration* episodes (a bank disjoint from the test bank) and how to evaluate the config's baselines on
+its held-out episodes. A config's `calibration:` section (`experiments.config.CalibrationSection`) says
+which of the paper's settings it stands for, which rows `--fit` matches and which knobs it searches.
+
+    compare(...)   every published baseline row of the setting: paper / ours / ratio, matched or not,
+                   calibration or validation, and the paper's ranking of the baselines where its gap
+                   between two rows exceeds `RANK_GAP`
+    fit(...)       the knob grid on the calibration episodes (each candidate a config; the systems cache
+                   their compiled programs, so a knob that is an env param compiles once), the candidate
+                   with the smallest RMS log-ratio over the calibration rows, then every row on the test
+                   episodes
+
+Ratios are ours ÷ paper. With `calibration.relative_to: ROW`, a row's value is its ratio to ROW's (both
+the paper's and ours): for a paper whose absolute scale comes from a dataset we do not have.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from jaxsched.experiments.config import with_settings
+
+PAPER_COLUMNS = ("source", "setting", "row", "kind", "metric", "value", "unit", "reference", "note")
+# heuristic / planner: a baseline's number, compared here; derived: a baseline number the paper implies
+# (the note says how); learned: an agent's, judged in the claims; relation: a ratio between two rows.
+PAPER_KINDS = ("heuristic", "planner", "derived", "learned", "relation")
+BASELINE_KINDS = ("heuristic", "planner", "derived")
+SPREAD_SUFFIX = "_std"  # a published ± (not compared: a spread, not a level)
+RANK_GAP = 0.05  # the paper's ranking of two baselines is checked where their gap exceeds this
+
+
+class PaperNumber(NamedTuple):
+    """One number a paper publishes (a row of `paper_numbers.csv`)."""
+
+    source: str  # where: "Table 1", "Fig. 10 (§IV-C text)"
+    setting: str  # which experimental setting (a cluster, a 1-GPU share, a dataset)
+    row: str  # the method, in the system's names
+    kind: str  # PAPER_KINDS
+    metric: str  # the system's metric key
+    value: float
+    unit: str
+    reference: str  # a relation's other row; empty otherwise
+    note: str
+
+
+def read_paper_numbers(path: str | Path) -> tuple[PaperNumber, ...]:
+    """The rows of a `paper_numbers.csv`; a malformed row is a one-line error naming the file, the line
+    and the field."""
+    path = Path(path)
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if header is None or tuple(header) != PAPER_COLUMNS:
+            raise ValueError(f"{path}: the header must be {','.join(PAPER_COLUMNS)}, got {header}")
+        out = []
+        for line, cells in enumerate(reader, start=2):
+            if not cells:
+                continue
+            if len(cells) != len(PAPER_COLUMNS):
+                raise ValueError(f"{path}:{line}: {len(cells)} fields, expected {len(PAPER_COLUMNS)}")
+            rec = dict(zip(PAPER_COLUMNS, cells, strict=True))
+            if rec["kind"] not in PAPER_KINDS:
+                raise ValueError(
+                    f"{path}:{line}: kind must be one of {', '.join(PAPER_KINDS)}, got {rec['kind']!r}"
+                )
+            try:
+                value = float(rec["value"])
+            except ValueError:
+                raise ValueError(f"{path}:{line}: value must be a number, got {rec['value']!r}") from None
+            if not math.isfinite(value):
+                raise ValueError(f"{path}:{line}: value must be finite, got {rec['value']!r}")
+            for field in ("source", "setting", "row", "metric"):
+                if not rec[field].strip():
+                    raise ValueError(f"{path}:{line}: {field} is empty")
+            out.append(PaperNumber(**{**rec, "value": value}))
+    return tuple(out)
+
+
+# {row: {metric: [S, E]}}: a config's baselines on its held-out episodes (S seeds, E episodes)
+Results = Mapping[str, Mapping[str, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What a system declares for `jaxsched calibrate`."""
+
+    numbers: tuple[PaperNumber, ...]
+    # held_out(cfg, purpose) -> cfg: the config whose held-out episodes are the "test" episodes (cfg
+    # itself) or the "calibration" episodes (another draw of the same workload, disjoint from the test's)
+    held_out: Callable[[Any, str], Any]
+    # baselines(cfg) -> {row: {metric: [S, E]}}: the config's baselines on its held-out episodes
+    baselines: Callable[[Any], Results]
+    # fingerprint(cfg) -> [E, ...]: the held-out episodes' jobs (tests assert the two purposes disjoint)
+    fingerprint: Callable[[Any], np.ndarray]
+    label: Callable[[str], str] = str  # a row's display name
+
+
+PURPOSES = ("test", "calibration")
+
+
+# ---- comparing --------------------------------------------------------------------------------------
+def _rows_of(numbers, setting: str) -> list[PaperNumber]:
+    return [n for n in numbers if n.setting == setting]
+
+
+def settings_of(numbers) -> list[str]:
+    return list(dict.fromkeys(n.setting for n in numbers))
+
+
+def _key(row: str, metric: str) -> str:
+    return f"{row}.{metric}"
+
+
+def compare(numbers, results: Results, section) -> dict:
+    """Every published number of `section.setting` beside ours (`results`: `{row: {metric: [S, E]}}` on
+    one purpose's episodes). Returns `{rows: [...], ranking: [...], summary: {...}}`; a row record holds
+    `source, row, metric, kind, unit, paper, ours, ours_std, ratio, matched, role` (role: calibration /
+    validation / spread / learned / relation / not evaluated)."""
+    setting = section.setting
+    mine = _rows_of(numbers, setting)
+    if not mine:
+        known = ", ".join(settings_of(numbers))
+        raise ValueError(f"calibration.setting {setting!r} has no published numbers (settings: {known})")
+    paper = {_key(n.row, n.metric): n.value for n in mine if n.kind in BASELINE_KINDS}
+    ref = section.relative_to
+    if ref is not None and ref not in results:
+        raise ValueError(
+            f"calibration.relative_to {ref!r} is not an evaluated baseline ({', '.join(results)})"
+        )
+    fit = set(section.fit)
+    unknown = fit - set(paper)
+    if unknown:
+        raise ValueError(f"calibration.fit names rows with no published baseline number: {sorted(unknown)}")
+
+    def ours(row: str, metric: str):
+        """(per-episode values [E], mean) of ours, relative to `ref` when set."""
+        if row not in results or metric not in results[row]:
+            return None
+        v = np.asarray(results[row][metric], np.float64)
+        per_episode = v.reshape(-1, v.shape[-1]).mean(axis=0)
+        if ref is None:
+            return per_episode, float(v.mean()), float(v.std())
+        r = np.asarray(results[ref][metric], np.float64)
+        return per_episode, float(v.mean() / r.mean()), float(v.std() / abs(r.mean()))
+
+    rows = []
+    for n in mine:
+        rec = {
+            "source": n.source,
+            "row": n.row,
+            "metric": n.metric,
+            "kind": n.kind,
+            "unit": n.unit,
+            "paper": n.value,
+            "ours": None,
+            "ours_std": None,
+            "ratio": None,
+            "matched": None,
+            "reference": n.reference,
+            "note": n.note,
+        }
+        key = _key(n.row, n.metric)
+        if n.metric.endswith(SPREAD_SUFFIX):
+            rows.append({**rec, "role": "spread"})
+            continue
+        if n.kind == "learned":
+            rows.append({**rec, "role": "learned"})
+            continue
+        if n.kind == "relation":
+            rows.append({**rec, "role": "relation"})
+            continue
+        paper_value = n.value
+        if ref is not None:
+            base = paper.get(_key(ref, n.metric))
+            if base is None:
+                rows.append({**rec, "role": "not evaluated", "note": f"no paper value of {ref} to divide by"})
+                continue
+            paper_value = n.value / base
+        got = ours(n.row, n.metric)
+        if got is None:
+            rows.append({**rec, "paper": paper_value, "role": "not evaluated"})
+            continue
+        _, mean, std = got
+        ratio = mean / paper_value if paper_value != 0 else float("nan")
+        trivially = ref is not None and n.row == ref  # 1 / 1
+        rows.append(
+            {
+                **rec,
+                "paper": paper_value,
+                "ours": mean,
+                "ours_std": std,
+                "ratio": ratio,
+                "matched": bool(abs(ratio - 1.0) <= section.tolerance),
+                "role": "reference" if trivially else ("calibration" if key in fit else "validation"),
+            }
+        )
+    ranking = ranking_checks(rows)
+    compared = [r for r in rows if r["role"] in ("calibration", "validation")]
+    summary = {
+        "compared": len(compared),
+        "matched": sum(bool(r["matched"]) for r in compared),
+        "validation_matched": sum(bool(r["matched"]) for r in compared if r["role"] == "validation"),
+        "validation": sum(r["role"] == "validation" for r in compared),
+        "rankings": len(ranking),
+        "rankings_held": sum(c["holds"] for c in ranking),
+        "tolerance": section.tolerance,
+        "relative_to": ref,
+    }
+    return {"setting": setting, "rows": rows, "ranking": ranking, "summary": summary}
+
+
+def ranking_checks(rows: list[dict]) -> list[dict]:
+    """For every metric, every pair of compared baseline rows whose paper values differ by more than
+    `RANK_GAP` (relative to the larger): does ours order them the same way?"""
+    compared = [
+        r for r in rows if r["role"] in ("calibration", "validation", "reference") and r["ours"] is not None
+    ]
+    out = []
+    for metric in dict.fromkeys(r["metric"] for r in compared):
+        same = [r for r in compared if r["metric"] == metric]
+        for a, b in itertools.combinations(same, 2):
+            gap = abs(a["paper"] - b["paper"]) / max(abs(a["paper"]), abs(b["paper"]), 1e-12)
+            if gap <= RANK_GAP:
+                continue
+            holds = (a["paper"] > b["paper"]) == (a["ours"] > b["ours"])
+            out.append(
+                {
+                    "metric": metric,
+                    "a": a["row"],
+                    "b": b["row"],
+                    "paper_gap": gap,
+                    "holds": bool(holds),
+                    "paper": (a["paper"], b["paper"]),
+                    "ours": (a["ours"], b["ours"]),
+                }
+            )
+    return out
+
+
+def fit_loss(report: dict) -> float:
+    """RMS of log(ours / paper) over the calibration rows (∞ when one is missing)."""
+    logs = [
+        math.log(r["ratio"])
+        for r in report["rows"]
+        if r["role"] == "calibration" and r["ratio"] and r["ratio"] > 0
+    ]
+    n = sum(r["role"] == "calibration" for r in report["rows"])
+    if n == 0 or len(logs) < n:
+        return float("inf")
+    return math.sqrt(sum(x * x for x in logs) / n)
+
+
+# ---- evaluating and fitting ---------------------------------------------------------------------------
+def evaluate(cal: Calibration, cfg, purpose: str = "test") -> Results:
+    """The config's baselines on its `purpose` episodes."""
+    if purpose not in PURPOSES:
+        raise ValueError(f"purpose must be one of {', '.join(PURPOSES)}, got {purpose!r}")
+    return cal.baselines(cal.held_out(cfg, purpose))
+
+
+def candidates(section) -> list[dict[str, Any]]:
+    """Every point of the knob grid, as `{dotted key: value}`."""
+    grid = section.knob_grid()
+    keys = [k for k, _ in grid]
+    return [dict(zip(keys, values, strict=True)) for values in itertools.product(*(v for _, v in grid))]
+
+
+def fit(cal: Calibration, cfg, progress: bool = True) -> dict:
+    """Search `cfg.calibration.knobs` on the calibration episodes for the smallest `fit_loss`, then
+    compare every row on the test episodes at the best candidate. Returns `{candidates: [{settings, loss,
+    ratios, wall_s}], best: settings, test: compare(...)}`."""
+    section = cfg.calibration
+    if not section.fit:
+        raise ValueError("calibration.fit names no row: --fit needs at least one calibration row")
+    points = candidates(section)
+    if not points:
+        raise ValueError("calibration.knobs names no knob: --fit has nothing to search")
+    tried = []
+    with _progress(progress, len(points)) as step:
+        for i, settings in enumerate(points):
+            what = ", ".join(f"{k}={v}" for k, v in settings.items())
+            step(i, f"{what}" + (" (compiling)" if i == 0 else ""))
+            t0 = time.perf_counter()
+            report = compare(cal.numbers, evaluate(cal, with_settings(cfg, settings), "calibration"), section)
+            ratios = {
+                _key(r["row"], r["metric"]): r["ratio"] for r in report["rows"] if r["role"] == "calibration"
+            }
+            tried.append(
+                {
+                    "settings": settings,
+                    "loss": fit_loss(report),
+                    "ratios": ratios,
+                    "wall_s": time.perf_counter() - t0,
+                }
+            )
+        step(len(points), "done")
+    best = min(tried, key=lambda t: t["loss"])
+    fitted = with_settings(cfg, best["settings"])
+    return {
+        "candidates": tried,
+        "best": best["settings"],
+        "config": fitted,
+        "test": compare(cal.numbers, evaluate(cal, fitted, "test"), section),
+    }
+
+
+class _progress:
+    """A rich progress bar over the candidates (or nothing): `with _progress(on, n) as step:
+    step(i, text)`."""
+
+    def __init__(self, on: bool, total: int):
+        self.on, self.total = on, total
+
+    def __enter__(self):
+        if not self.on:
+            return lambda i, text: None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(
+            TextColumn("fit"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}"),
+        )
+        self.bar.__enter__()
+        task = self.bar.add_task("", total=self.total)
+        return lambda i, text: self.bar.update(task, completed=i, description=text)
+
+    def __exit__(self, *exc):
+        if self.on:
+            self.bar.__exit__(*exc)
+        return False
+
+
+# ---- reporting -----------------------------------------------------------------------------------------
+def _num(x, digits: int = 4) -> str:
+    if x is None:
+        return "—"
+    if abs(x) >= 1000:
+        return f"{x:,.1f}"
+    return f"{x:.{digits}g}"
+
+
+def report_lines(report: dict, label: Callable[[str], str] = str, title: str = "") -> list[str]:
+    """Markdown: every published row (paper / ours / ratio), the ranking checks, a summary line."""
+    s = report["summary"]
+    rel = f", as ratios to {label(s['relative_to'])}" if s["relative_to"] else ""
+    out = [title] if title else []
+    within = f"within ±{100 * s['tolerance']:g} %"
+    out += [
+        f"| row | metric | source | role | paper | ours (± std) | ours ÷ paper | {within} |",
+        "|---|---|---|---|---:|---:|---:|:---:|",
+    ]
+    for r in report["rows"]:
+        ours = "—" if r["ours"] is None else f"{_num(r['ours'])} ± {_num(r['ours_std'], 2)}"
+        ratio = "—" if r["ratio"] is None else f"×{r['ratio']:.3f}"
+        ok = "" if r["matched"] is None else ("yes" if r["matched"] else "**no**")
+        role = r["role"] + (
+            f" (vs {label(r['reference'])})" if r["role"] == "relation" and r["reference"] else ""
+        )
+        out.append(
+            f"| {label(r['row'])} | {r['metric']} | {r['source']} | {role} | {_num(r['paper'])} | {ours} | "
+            f"{ratio} | {ok} |"
+        )
+    out += [
+        "",
+        f"Matched: {s['matched']} of {s['compared']} compared baseline rows{rel} "
+        f"({s['validation_matched']} of {s['validation']} validation rows); the paper's ranking holds for "
+        f"{s['rankings_held']} of {s['rankings']} pairs whose paper gap exceeds {100 * RANK_GAP:g} %.",
+    ]
+    broken = [c for c in report["ranking"] if not c["holds"]]
+    if broken:
+        out += ["", "Rankings that do not hold:", ""]
+        out += [
+            f"- {c['metric']}: paper {label(c['a'])} {_num(c['paper'][0])} vs {label(c['b'])} "
+            f"{_num(c['paper'][1])} (gap {100 * c['paper_gap']:.1f} %); ours {_num(c['ours'][0])} vs "
+            f"{_num(c['ours'][1])}"
+            for c in broken
+        ]
+    return out
+
+
+def fit_lines(result: dict) -> list[str]:
+    """Markdown: the knob grid on the calibration episodes, best first."""
+    tried = sorted(result["candidates"], key=lambda t: t["loss"])
+    keys = list(tried[0]["settings"])
+    rows = list(tried[0]["ratios"])
+    out = [
+        "| " + " | ".join(keys) + " | RMS log-ratio | " + " | ".join(f"{r} ÷ paper" for r in rows) + " |",
+        "|" + "---:|" * (len(keys) + 1 + len(rows)),
+    ]
+    for t in tried:
+        cells = [str(t["settings"][k]) for k in keys] + [f"{t['loss']:.4f}"]
+        cells += ["—" if t["ratios"].get(r) is None else f"×{t['ratios'][r]:.3f}" for r in rows]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def plot_fit_surface(result: dict, out_png: str | Path, tolerance: float, title: str = "") -> Path:
+    """One knob: each calibration row's ours ÷ paper against the knob, the ±tolerance band shaded; two
+    knobs: the RMS log-ratio as a heat map; more: the loss per candidate."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tried = result["candidates"]
+    keys = list(tried[0]["settings"])
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    if len(keys) == 1:
+        k = keys[0]
+        order = sorted(tried, key=lambda t: t["settings"][k])
+        x = [t["settings"][k] for t in order]
+        for row in order[0]["ratios"]:
+            ax.plot(x, [t["ratios"][row] for t in order], marker="o", label=row)
+        ax.axhspan(
+            1 - tolerance, 1 + tolerance, color="tab:green", alpha=0.15, label=f"±{100 * tolerance:g} %"
+        )
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.axvline(result["best"][k], color="tab:red", ls="--", lw=1, label="fitted")
+        ax.set_xlabel(k)
+        ax.set_ylabel("ours ÷ paper (calibration episodes)")
+        ax.legend(fontsize=8)
+    elif len(keys) == 2:
+        a, b = keys
+        xs = sorted({t["settings"][a] for t in tried})
+        ys = sorted({t["settings"][b] for t in tried})
+        z = np.full((len(ys), len(xs)), np.nan)
+        for t in tried:
+            z[ys.index(t["settings"][b]), xs.index(t["settings"][a])] = t["loss"]
+        im = ax.imshow(z, origin="lower", aspect="auto", cmap="viridis_r")
+        ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+        ax.set_yticks(range(len(ys)), [str(v) for v in ys])
+        ax.plot(xs.index(result["best"][a]), ys.index(result["best"][b]), "r*", ms=14)
+        ax.set_xlabel(a)
+        ax.set_ylabel(b)
+        fig.colorbar(im, ax=ax, label="RMS log(ours ÷ paper)")
+    else:
+        ax.plot([t["loss"] for t in tried], marker="o")
+        ax.set_xlabel("candidate")
+        ax.set_ylabel("RMS log(ours ÷ paper)")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    out_png = Path(out_png)
+    out_png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_png, dpi=110)
+    plt.close(fig)
+    return out_png
+
+
+# ---- the command -------------------------------------------------------------------------------------
+def run_calibration(cal: Calibration, cfg, do_fit: bool = False, out_dir=None, progress: bool = True) -> dict:
+    """`jaxsched calibrate CONFIG [--fit]`: print (and with `out_dir`, write `calibration.md`, `.json` and,
+    fitting, `fit_surface.png`) every published baseline row of the config's setting beside ours on the
+    test episodes; with `do_fit`, first search the knobs on the calibration episodes."""
+    import json
+
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    from jaxsched.experiments.report import machine_line
+
+    section = cfg.calibration
+    if section.setting is None:
+        known = ", ".join(settings_of(cal.numbers))
+        raise ValueError(f"{cfg.name}: calibration.setting is not set (the paper's settings: {known})")
+    machine, info = machine_line()
+    t0 = time.perf_counter()
+    title = f"# Calibration of {cfg.name}: the paper's setting {section.setting!r}"
+    lines = [title, "", machine, ""]
+    record: dict[str, Any] = {"config": cfg.name, "setting": section.setting, "machine": info}
+    if do_fit:
+        result = fit(cal, cfg, progress=progress)
+        test = result["test"]
+        fitted = ", ".join(f"`{k}: {v}`" for k, v in result["best"].items())
+        lines += [
+            f"## Fit on the calibration episodes (rows {', '.join(section.fit)})",
+            "",
+            *fit_lines(result),
+            "",
+            f"Fitted: {fitted}.",
+            "",
+        ]
+        record["fit"] = {"candidates": result["candidates"], "best": result["best"]}
+    else:
+        test = compare(cal.numbers, evaluate(cal, cfg, "test"), section)
+    lines += [
+        "## Every published row on the test episodes",
+        "",
+        *report_lines(test, cal.label),
+        "",
+        f"({time.perf_counter() - t0:.0f} s)",
+    ]
+    record["test"] = test
+    record["wall_s"] = time.perf_counter() - t0
+    Console().print(Markdown("\n".join(lines)))
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "calibration.md").write_text("\n".join(lines) + "\n")
+        if do_fit:
+            plot_fit_surface(
+                result,
+                out / "fit_surface.png",
+                section.tolerance,
+                title=f"{cfg.name}: {section.setting} ({info['cpu']})",
+            )
+        (out / "calibration.json").write_text(json.dumps(record, indent=1, default=_plain) + "\n")
+        print(f"written: {out}/calibration.md, calibration.json" + (", fit_surface.png" if do_fit else ""))
+    return record
+
+
+def _plain(x):
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, tuple):
+        return list(x)
+    raise TypeError(f"not JSON: {type(x).__name__}")

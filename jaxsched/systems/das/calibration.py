@@ -1,0 +1,57 @@
+"""DAS's calibration (`jaxsched calibrate configs/das/paper_*.yaml`): Table 1's heuristic rows against
+the GPU-cloud simulator's (`experiments.calibration`).
+
+The calibration episodes are the test split of another draw of the same generated workload
+(`workload.bank_seed` + `CALIBRATION_BANK_OFFSET`): the same law, none of the test episodes' jobs. The
+baselines are `eval.policies` on the held-out episodes × `num_seeds` evaluation seeds (`[S, E]`).
+MOSA and MALO are planners (minutes to hours a cluster): `jaxsched table das --planners` evaluates them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from jaxsched.experiments.calibration import Calibration, read_paper_numbers
+from jaxsched.systems.das.config import DASConfig
+from jaxsched.systems.das.rows import heuristic_rows, label
+
+PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.csv")
+CALIBRATION_BANK_OFFSET = 10_000  # calibration bank seed = bank_seed + this
+
+
+def held_out(cfg: DASConfig, purpose: str) -> DASConfig:
+    """`cfg` itself for the test episodes; for the calibration episodes, another bank seed."""
+    if purpose == "test":
+        return cfg
+    w = cfg.workload
+    if w.source != "pai_like":
+        raise ValueError("calibration episodes need a generated workload (workload.source: pai_like)")
+    return cfg.replace(workload=dataclasses.replace(w, bank_seed=w.bank_seed + CALIBRATION_BANK_OFFSET))
+
+
+def baselines(cfg: DASConfig) -> dict:
+    """`{policy: {metric: [S, E]}}` of `eval.policies` on the held-out episodes."""
+    return heuristic_rows(cfg)
+
+
+def fingerprint(cfg: DASConfig) -> np.ndarray:
+    """`[E, jobs, 4]`: each held-out episode's jobs (submit, instances, GPUs, work)."""
+    from jaxsched.systems.das.evaluate import build_for_eval
+
+    _, _, params, starts = build_for_eval(cfg)
+    b = params.bank
+    cols = np.stack([np.asarray(x, np.float64) for x in (b.submit, b.n_inst, b.gpu, b.work)], axis=-1)
+    n = cfg.env.episode_jobs
+    return np.stack([cols[s : s + n] for s in np.asarray(starts)])
+
+
+CALIBRATION = Calibration(
+    numbers=read_paper_numbers(PAPER_NUMBERS),
+    held_out=held_out,
+    baselines=baselines,
+    fingerprint=fingerprint,
+    label=label,
+)
