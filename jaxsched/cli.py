@@ -93,7 +93,11 @@ def _add_calibrate(sub) -> None:
         "calibrate",
         help="the config's baselines beside every baseline number its paper publishes (--fit: search knobs)",
     )
-    p.add_argument("config", help="YAML config with a `calibration:` section (configs/<kind>/paper_*.yaml)")
+    p.add_argument(
+        "config", nargs="+",
+        help="YAML config(s) with a `calibration:` section (configs/<kind>/paper_*.yaml); several configs of "
+        "one system share one workload and are fitted jointly",
+    )  # fmt: skip
     p.add_argument("--fit", action="store_true", help="search calibration.knobs on the calibration episodes")
     p.add_argument("--out", default=None, help="write calibration.md, .json (and fit_surface.png) here")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -103,11 +107,16 @@ def _add_calibrate(sub) -> None:
 
 def _run_calibrate(args) -> int:
     from jaxsched.experiments.calibration import run_calibration
+    from jaxsched.systems import load_run_config
 
-    system, cfg = _system_and_config(args)
+    loaded = [load_run_config(path, args.set) for path in args.config]
+    system = loaded[0][0]
+    if any(s.kind != system.kind for s, _ in loaded):
+        raise ValueError(f"calibrate: the configs must be of one system, got {[s.kind for s, _ in loaded]}")
     if system.calibration is None:
-        raise ValueError(f"{args.config}: the {system.kind} system declares no calibration")
-    run_calibration(system.calibration, cfg, do_fit=args.fit, out_dir=args.out, progress=not args.quiet)
+        raise ValueError(f"{args.config[0]}: the {system.kind} system declares no calibration")
+    cfgs = [c for _, c in loaded]
+    run_calibration(system.calibration, cfgs, do_fit=args.fit, out_dir=args.out, progress=not args.quiet)
     return 0
 
 

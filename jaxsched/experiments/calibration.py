@@ -106,6 +106,9 @@ class Calibration:
     # fingerprint(cfg) -> [E, ...]: the held-out episodes' jobs (tests assert the two purposes disjoint)
     fingerprint: Callable[[Any], np.ndarray]
     label: Callable[[str], str] = str  # a row's display name
+    # rows `baselines` returns beyond the system's heuristics (e.g. the best of them, or the workload's
+    # own statistics), which the paper's numbers may name
+    aggregates: tuple[str, ...] = ()
 
 
 PURPOSES = ("test", "calibration")
@@ -250,17 +253,13 @@ def ranking_checks(rows: list[dict]) -> list[dict]:
     return out
 
 
-def fit_loss(report: dict) -> float:
-    """RMS of log(ours / paper) over the calibration rows (∞ when one is missing)."""
-    logs = [
-        math.log(r["ratio"])
-        for r in report["rows"]
-        if r["role"] == "calibration" and r["ratio"] and r["ratio"] > 0
-    ]
-    n = sum(r["role"] == "calibration" for r in report["rows"])
-    if n == 0 or len(logs) < n:
+def fit_loss(*reports: dict) -> float:
+    """RMS of log(ours / paper) over the calibration rows of `reports` (∞ when one is missing)."""
+    rows = [r for rep in reports for r in rep["rows"] if r["role"] == "calibration"]
+    logs = [math.log(r["ratio"]) for r in rows if r["ratio"] and r["ratio"] > 0]
+    if not rows or len(logs) < len(rows):
         return float("inf")
-    return math.sqrt(sum(x * x for x in logs) / n)
+    return math.sqrt(sum(x * x for x in logs) / len(rows))
 
 
 # ---- evaluating and fitting ---------------------------------------------------------------------------
@@ -278,12 +277,22 @@ def candidates(section) -> list[dict[str, Any]]:
     return [dict(zip(keys, values, strict=True)) for values in itertools.product(*(v for _, v in grid))]
 
 
-def fit(cal: Calibration, cfg, progress: bool = True) -> dict:
-    """Search `cfg.calibration.knobs` on the calibration episodes for the smallest `fit_loss`, then
-    compare every row on the test episodes at the best candidate. Returns `{candidates: [{settings, loss,
-    ratios, wall_s}], best: settings, test: compare(...)}`."""
-    section = cfg.calibration
-    if not section.fit:
+def fit(cal: Calibration, cfgs, progress: bool = True) -> dict:
+    """Search the knobs on the calibration episodes for the smallest `fit_loss`, then compare every row on
+    the test episodes at the best candidate. `cfgs`: one config, or several settings that share one
+    workload (the same `calibration.knobs`; each its own `calibration.fit` rows), fitted jointly: every
+    candidate sets the knobs in all of them. Returns `{candidates: [{settings, loss, ratios, wall_s}],
+    best: settings, configs: [fitted config], test: [compare(...) per config]}` (a single config: `config`
+    and `test` unlisted)."""
+    single = not isinstance(cfgs, (list, tuple))
+    cfgs = [cfgs] if single else list(cfgs)
+    section = cfgs[0].calibration
+    for c in cfgs[1:]:
+        if c.calibration.knobs != section.knobs:
+            raise ValueError(
+                f"{c.name}: calibration.knobs differ from {cfgs[0].name}'s: a joint fit searches one grid"
+            )
+    if not any(c.calibration.fit for c in cfgs):
         raise ValueError("calibration.fit names no row: --fit needs at least one calibration row")
     points = candidates(section)
     if not points:
@@ -292,43 +301,51 @@ def fit(cal: Calibration, cfg, progress: bool = True) -> dict:
     with _progress(progress, len(points)) as step:
         for i, settings in enumerate(points):
             what = ", ".join(f"{k}={v}" for k, v in settings.items())
-            step(i, f"{what}" + (" (compiling)" if i == 0 else ""))
+            step(i, f"{what} …" + (" (compiling)" if i == 0 else ""))
             t0 = time.perf_counter()
-            report = compare(cal.numbers, evaluate(cal, with_settings(cfg, settings), "calibration"), section)
+            reports = [
+                compare(cal.numbers, evaluate(cal, with_settings(c, settings), "calibration"), c.calibration)
+                for c in cfgs
+            ]
             ratios = {
-                _key(r["row"], r["metric"]): r["ratio"] for r in report["rows"] if r["role"] == "calibration"
+                (f"{rep['setting']}:" if len(cfgs) > 1 else "") + _key(r["row"], r["metric"]): r["ratio"]
+                for rep in reports
+                for r in rep["rows"]
+                if r["role"] == "calibration"
             }
+            loss = fit_loss(*reports)
             tried.append(
-                {
-                    "settings": settings,
-                    "loss": fit_loss(report),
-                    "ratios": ratios,
-                    "wall_s": time.perf_counter() - t0,
-                }
+                {"settings": settings, "loss": loss, "ratios": ratios, "wall_s": time.perf_counter() - t0}
             )
-        step(len(points), "done")
+            shown = ", ".join(f"{k} ×{v:.3f}" for k, v in ratios.items() if v is not None)
+            step(i + 1, f"{what}: RMS log-ratio {loss:.4f} ({shown})")
     best = min(tried, key=lambda t: t["loss"])
-    fitted = with_settings(cfg, best["settings"])
-    return {
-        "candidates": tried,
-        "best": best["settings"],
-        "config": fitted,
-        "test": compare(cal.numbers, evaluate(cal, fitted, "test"), section),
-    }
+    fitted = [with_settings(c, best["settings"]) for c in cfgs]
+    tests = [compare(cal.numbers, evaluate(cal, c, "test"), c.calibration) for c in fitted]
+    out = {"candidates": tried, "best": best["settings"], "configs": fitted, "test": tests}
+    if single:
+        out.update(config=fitted[0], test=tests[0])
+    return out
 
 
 class _progress:
-    """A rich progress bar over the candidates (or nothing): `with _progress(on, n) as step:
-    step(i, text)`."""
+    """Progress over the candidates: `with _progress(on, n) as step: step(i, text)`. A rich bar on a
+    terminal; a plain line per candidate in a log file (a bar there prints only when it ends)."""
 
     def __init__(self, on: bool, total: int):
-        self.on, self.total = on, total
+        self.on, self.total, self.bar = on, total, None
 
     def __enter__(self):
         if not self.on:
             return lambda i, text: None
+        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        if not Console().is_terminal:
+            t0 = time.perf_counter()
+            return lambda i, text: print(
+                f"fit {i}/{self.total} [{time.perf_counter() - t0:.0f} s] {text}", flush=True
+            )
         self.bar = Progress(
             TextColumn("fit"),
             BarColumn(),
@@ -341,7 +358,7 @@ class _progress:
         return lambda i, text: self.bar.update(task, completed=i, description=text)
 
     def __exit__(self, *exc):
-        if self.on:
+        if self.bar is not None:
             self.bar.__exit__(*exc)
         return False
 
@@ -463,10 +480,13 @@ def plot_fit_surface(result: dict, out_png: str | Path, tolerance: float, title:
 
 
 # ---- the command -------------------------------------------------------------------------------------
-def run_calibration(cal: Calibration, cfg, do_fit: bool = False, out_dir=None, progress: bool = True) -> dict:
-    """`jaxsched calibrate CONFIG [--fit]`: print (and with `out_dir`, write `calibration.md`, `.json` and,
-    fitting, `fit_surface.png`) every published baseline row of the config's setting beside ours on the
-    test episodes; with `do_fit`, first search the knobs on the calibration episodes."""
+def run_calibration(
+    cal: Calibration, cfgs, do_fit: bool = False, out_dir=None, progress: bool = True
+) -> dict:
+    """`jaxsched calibrate CONFIG... [--fit]`: print (and with `out_dir`, write `calibration.md`, `.json`
+    and, fitting, `fit_surface.png`) every published baseline row of each config's setting beside ours on
+    the test episodes; with `do_fit`, first search the knobs on the calibration episodes (several configs:
+    jointly, one workload for several settings)."""
     import json
 
     from rich.console import Console
@@ -474,21 +494,26 @@ def run_calibration(cal: Calibration, cfg, do_fit: bool = False, out_dir=None, p
 
     from jaxsched.experiments.report import machine_line
 
-    section = cfg.calibration
-    if section.setting is None:
-        known = ", ".join(settings_of(cal.numbers))
-        raise ValueError(f"{cfg.name}: calibration.setting is not set (the paper's settings: {known})")
+    cfgs = [cfgs] if not isinstance(cfgs, (list, tuple)) else list(cfgs)
+    for c in cfgs:
+        if c.calibration.setting is None:
+            known = ", ".join(settings_of(cal.numbers))
+            raise ValueError(f"{c.name}: calibration.setting is not set (the paper's settings: {known})")
     machine, info = machine_line()
     t0 = time.perf_counter()
-    title = f"# Calibration of {cfg.name}: the paper's setting {section.setting!r}"
-    lines = [title, "", machine, ""]
-    record: dict[str, Any] = {"config": cfg.name, "setting": section.setting, "machine": info}
+    names = ", ".join(c.name for c in cfgs)
+    settings = ", ".join(repr(c.calibration.setting) for c in cfgs)
+    lines = [f"# Calibration of {names}: the paper's setting {settings}", "", machine, ""]
+    record: dict[str, Any] = {"configs": [c.name for c in cfgs], "machine": info}
     if do_fit:
-        result = fit(cal, cfg, progress=progress)
-        test = result["test"]
+        result = fit(cal, cfgs, progress=progress)
+        tests = result["test"]
+        rows = ", ".join(
+            f"{c.calibration.setting}: {', '.join(c.calibration.fit)}" for c in cfgs if c.calibration.fit
+        )
         fitted = ", ".join(f"`{k}: {v}`" for k, v in result["best"].items())
         lines += [
-            f"## Fit on the calibration episodes (rows {', '.join(section.fit)})",
+            f"## Fit on the calibration episodes ({rows})",
             "",
             *fit_lines(result),
             "",
@@ -497,15 +522,12 @@ def run_calibration(cal: Calibration, cfg, do_fit: bool = False, out_dir=None, p
         ]
         record["fit"] = {"candidates": result["candidates"], "best": result["best"]}
     else:
-        test = compare(cal.numbers, evaluate(cal, cfg, "test"), section)
-    lines += [
-        "## Every published row on the test episodes",
-        "",
-        *report_lines(test, cal.label),
-        "",
-        f"({time.perf_counter() - t0:.0f} s)",
-    ]
-    record["test"] = test
+        tests = [compare(cal.numbers, evaluate(cal, c, "test"), c.calibration) for c in cfgs]
+    for c, test in zip(cfgs, tests, strict=True):
+        lines += [f"## {c.name} ({c.calibration.setting!r}): every published row on the test episodes", "",
+                  *report_lines(test, cal.label), ""]  # fmt: skip
+    lines += [f"({time.perf_counter() - t0:.0f} s)"]
+    record["test"] = {c.name: t for c, t in zip(cfgs, tests, strict=True)}
     record["wall_s"] = time.perf_counter() - t0
     Console().print(Markdown("\n".join(lines)))
     if out_dir is not None:
@@ -513,12 +535,8 @@ def run_calibration(cal: Calibration, cfg, do_fit: bool = False, out_dir=None, p
         out.mkdir(parents=True, exist_ok=True)
         (out / "calibration.md").write_text("\n".join(lines) + "\n")
         if do_fit:
-            plot_fit_surface(
-                result,
-                out / "fit_surface.png",
-                section.tolerance,
-                title=f"{cfg.name}: {section.setting} ({info['cpu']})",
-            )
+            tol = min(c.calibration.tolerance for c in cfgs)
+            plot_fit_surface(result, out / "fit_surface.png", tol, title=f"{names} ({info['cpu']})")
         (out / "calibration.json").write_text(json.dumps(record, indent=1, default=_plain) + "\n")
         print(f"written: {out}/calibration.md, calibration.json" + (", fit_surface.png" if do_fit else ""))
     return record

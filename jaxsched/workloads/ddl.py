@@ -403,6 +403,8 @@ class PAILikeConfig:
                          size; > 0: large jobs run longer, paper App. G), the mean work unchanged
     model_weights:       probabilities over `MODEL_NAMES`
     mean_interarrival_s: mean gap between submissions (over whole days)
+    interarrival_shape:  Weibull shape k of the gaps in the day's time-warped clock (1: Poisson; < 1:
+                         burstier, the same mean)
     hourly_weights:      24 relative rates per hour of day (> 0; normalised to mean 1)
     start_hour:          hour of day at which the clock (time 0) starts
     """
@@ -420,6 +422,7 @@ class PAILikeConfig:
     work_gpu_exponent: float = 0.0
     model_weights: tuple[float, ...] = MODEL_WEIGHTS
     mean_interarrival_s: float = MEAN_INTERARRIVAL_S
+    interarrival_shape: float = 1.0
     hourly_weights: tuple[float, ...] = DIURNAL_PROFILE
     start_hour: int = 0
 
@@ -456,7 +459,7 @@ class PAILikeConfig:
             raise err("work_log_mu", "must be finite")
         if not finite(self.work_gpu_exponent):
             raise err("work_gpu_exponent", "must be finite")
-        for f in ("work_log_sigma", "work_min_s", "work_max_s", "mean_interarrival_s"):
+        for f in ("work_log_sigma", "work_min_s", "work_max_s", "mean_interarrival_s", "interarrival_shape"):
             v = getattr(self, f)
             if not (finite(v) and v > 0):
                 raise err(f, "must be a finite number > 0")
@@ -486,8 +489,9 @@ class PAILikeConfig:
 
 
 def _arrival_times(key: jax.Array, n: int, cfg: PAILikeConfig) -> jnp.ndarray:
-    """`i32[n]` submission times (s since midnight of day 0) of a Poisson process with the hourly rate
-    `w[h] / mean_interarrival_s`, started at `start_hour`. Vectorised inversion: unit-rate exponential gaps
+    """`i32[n]` submission times (s since midnight of day 0) of a renewal process (Poisson at
+    `interarrival_shape` 1, Weibull gaps otherwise) with the hourly rate `w[h] / mean_interarrival_s`,
+    started at `start_hour`. Vectorised inversion: mean-`mean_interarrival_s` gaps
     -> cumulative "weighted seconds" x (a day holds 86,400 of them since the weights average 1) -> day and
     the hour whose cumulative weight brackets the remainder -> linear within the hour. float32 clock:
     resolution ~ n * mean_interarrival * 6e-8 s (2 s at 20,000 jobs)."""
@@ -496,7 +500,11 @@ def _arrival_times(key: jax.Array, n: int, cfg: PAILikeConfig) -> jnp.ndarray:
     cum_np[-1] = 86400.0
     cum = jnp.asarray(cum_np, dtype=jnp.float32)
     wj = jnp.asarray(w, dtype=jnp.float32)
-    gaps = jax.random.exponential(key, (n,), dtype=jnp.float32) * jnp.float32(cfg.mean_interarrival_s)
+    gaps = jax.random.exponential(key, (n,), dtype=jnp.float32)
+    if cfg.interarrival_shape != 1.0:  # Weibull(k) by inversion, scaled to mean 1
+        k = cfg.interarrival_shape
+        gaps = gaps ** jnp.float32(1.0 / k) / jnp.float32(math.gamma(1.0 + 1.0 / k))
+    gaps = gaps * jnp.float32(cfg.mean_interarrival_s)
     x = jnp.cumsum(gaps) + jnp.float32(cum_np[cfg.start_hour])
     day = jnp.floor(x / 86400.0)
     rem = jnp.clip(x - day * 86400.0, 0.0, 86400.0)

@@ -13,6 +13,7 @@ from trained runs (`table`: `jaxsched table dag`, Table 1 and Figs. 4–6).
 from jaxsched.experiments.system import System
 from jaxsched.policies.dag import HEURISTICS
 from jaxsched.systems.dag import table
+from jaxsched.systems.dag.calibration import CALIBRATION
 from jaxsched.systems.dag.config import DAGSystemConfig, build_dag
 from jaxsched.systems.dag.evaluate import DAG_METRICS, LEARNER_LABELS, evaluate_dag
 from jaxsched.systems.dag.table import PAPER_TABLE1
@@ -31,4 +32,5 @@ SYSTEM = System(
     run_dirs=lambda cfg: {LEARNER_LABELS[v]: run_dir_of(cfg, v) for v in cfg.agent.variants},
     paper_tables={"table1": PAPER_TABLE1},
     commands={"table": table},
+    calibration=CALIBRATION,
 )

@@ -12,7 +12,7 @@ A DAS config says `kind: das` and has these sections (every field optional; defa
     env:      {n_slots, queue_capacity, max_running, max_forward_events, episode_jobs, load_scale, max_steps,
                alpha, price, reward, wait_norm}
     workload: {source: pai_like | pai, n_jobs, train_frac, bank_seed, mean_interarrival_s, work_scale,
-               work_gpu_exponent, job_csv, task_csv, group_tag_csv}
+               work_gpu_exponent, interarrival_shape, job_csv, task_csv, group_tag_csv}
     eval:     {seed, episodes, policies, select: last | validation, validation_episodes, greedy}
     agent:    {variants: [das, da, da_mc, da_rwgp, dl2, rifling], hidden, heads, tau, prior_mean, std_min,
               machine_index}
@@ -97,6 +97,9 @@ class WorkloadSection:
     # pai_like: β of the size–duration correlation (`PAILikeConfig.work_gpu_exponent`; App. G: "a small
     # proportion of jobs are large and long-running"); 0 = independent (the generator's default)
     work_gpu_exponent: float = 0.0
+    # pai_like: Weibull shape of the arrival gaps (`PAILikeConfig.interarrival_shape`; 1 = Poisson, < 1 =
+    # bursty: production traces arrive in bursts, the paper does not say how)
+    interarrival_shape: float = 1.0
     job_csv: str | None = None  # pai
     task_csv: str | None = None
     group_tag_csv: str | None = None
@@ -264,6 +267,8 @@ def build_das(cfg: DASConfig):
             gen["work_log_mu"] = PAILikeConfig.work_log_mu + math.log(w.work_scale)
         if w.work_gpu_exponent != 0.0:
             gen["work_gpu_exponent"] = w.work_gpu_exponent
+        if w.interarrival_shape != 1.0:
+            gen["interarrival_shape"] = w.interarrival_shape
         gen_cfg = PAILikeConfig(**gen)
         bank = generate_pai_like(jax.random.key(w.bank_seed), w.n_jobs, gen_cfg)
         total = bank.num_jobs

@@ -10,6 +10,7 @@ baselines (`policies.gpu_locality.HEURISTICS`), its metrics (`evaluate.SCED2_MET
 from jaxsched.experiments.system import System
 from jaxsched.policies.gpu_locality import HEURISTICS
 from jaxsched.systems.sced2 import table
+from jaxsched.systems.sced2.calibration import CALIBRATION
 from jaxsched.systems.sced2.config import SCED2Config, build_sced2
 from jaxsched.systems.sced2.evaluate import LEARNER_LABELS, SCED2_METRICS, evaluate_sced2
 from jaxsched.systems.sced2.train import run_dir_of, train_sced2
@@ -27,4 +28,5 @@ SYSTEM = System(
     run_dirs=lambda cfg: {LEARNER_LABELS[n]: run_dir_of(cfg, n) for n in cfg.agent.networks},
     paper_tables={"fig7": table.PAPER_RATIOS},
     commands={"table": table},
+    calibration=CALIBRATION,
 )
