@@ -77,3 +77,19 @@ def test_the_readme_example_runs_as_written(name, heuristic):
     )
     assert heuristic in heuristic_names(scope["env"]) and "random" in heuristic_names(scope["env"])
     assert scope["rewards"].shape == (50, 4) and np.isfinite(np.asarray(scope["rewards"])).all()
+
+
+@pytest.mark.parametrize("size", ["small", "medium", "large"])
+def test_das_names_open_the_calibrated_presets(size):
+    """`make("das-<size>")` is `configs/das/paper_<size>.yaml`'s cluster, workload law and contention."""
+    from jaxsched.systems import load_run_config
+
+    _, cfg = load_run_config(f"configs/das/paper_{size}.yaml")
+    d = jaxsched.registered()[f"das-{size}"].defaults
+    w, c, e = cfg.workload, cfg.cluster, cfg.env
+    assert (d["n_jobs"], d["mean_interarrival_s"], d["interarrival_shape"]) == (
+        w.n_jobs, w.mean_interarrival_s, w.interarrival_shape)  # fmt: skip
+    assert (d["work_scale"], d["work_gpu_exponent"]) == (w.work_scale, w.work_gpu_exponent)
+    assert (d["kappa_net"], d["kappa_cpu"], d["kappa_spread"]) == (c.kappa_net, c.kappa_cpu, c.kappa_spread)
+    assert (d["load_scale"], d["max_forward_events"], d["n_slots"]) == (
+        e.load_scale, e.max_forward_events, e.n_slots)  # fmt: skip

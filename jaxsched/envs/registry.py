@@ -55,25 +55,38 @@ def gpu_cloud_setup(
     episode_jobs: int = 1000,
     load_scale: float = 1.0,
     reward: str = "eq3",
+    mean_interarrival_s: float | None = None,
+    interarrival_shape: float = 1.0,
+    work_scale: float = 1.0,
+    work_gpu_exponent: float = 0.0,
+    kappa_net: float = 1.0,
+    kappa_cpu: float = 0.5,
+    kappa_spread: float = 0.1,
     seed: int = 0,
 ):
     """The DAS GPU cloud: `size` (or `n_machines`) V100 machines of calibrated heterogeneity, `n_slots`
     visible jobs, over `n_jobs` generated PAI-like jobs (those that fit the cluster; an error naming
-    `n_machines` if more than 1 % do not)."""
+    `n_machines` if more than 1 % do not), with the generator's knobs (`workloads.ddl.pai_like_config`)
+    and the contention strengths (`kappa_*`). `das-small` / `-medium` / `-large` set them to the
+    calibrated presets' values (`configs/das/paper_*.yaml`)."""
     from jaxsched.envs.gpu_cloud import GPUCloudConfig, GPUCloudEnv, heterogeneous_perf
-    from jaxsched.workloads.ddl import V100_MACHINE, drop_too_large, generate_pai_like
+    from jaxsched.workloads.ddl import V100_MACHINE, drop_too_large, generate_pai_like, pai_like_config
 
     if size not in CLUSTER_SIZES:
         raise ValueError(f"size must be one of {', '.join(CLUSTER_SIZES)}, got {size!r}")
     m = CLUSTER_SIZES[size] if n_machines is None else n_machines
     env = GPUCloudEnv(GPUCloudConfig(m, n_slots, queue_capacity, max_forward_events=max_forward_events))
-    bank = generate_pai_like(jax.random.key(seed), n_jobs)
+    gen = pai_like_config(mean_interarrival_s, interarrival_shape, work_scale, work_gpu_exponent)
+    bank = generate_pai_like(jax.random.key(seed), n_jobs, gen)
     caps = [np.full(m, V100_MACHINE[k], np.int32) for k in ("gpu", "cpu", "mem")]
     bank, dropped = drop_too_large(bank, *caps)
     if dropped > 0.01 * n_jobs:
         raise ValueError(f"n_machines={m}: {dropped:,} of {n_jobs:,} jobs need more than the whole cluster")
     perf = heterogeneous_perf(jax.random.key(seed), m)
-    params = env.make_params(bank, episode_jobs=episode_jobs, perf=perf, load_scale=load_scale, reward=reward)
+    params = env.make_params(
+        bank, episode_jobs=episode_jobs, perf=perf, load_scale=load_scale, reward=reward,
+        kappa_net=kappa_net, kappa_cpu=kappa_cpu, kappa_spread=kappa_spread,
+    )  # fmt: skip
     return env, params
 
 
@@ -177,6 +190,13 @@ class EnvSpec:
         return d
 
 
+# The calibrated DAS presets' workload and contention (configs/das/paper_*.yaml; a test holds them equal):
+# one job population for the three clusters, Medium's arrival rate scaled (docs/results/calibration.md).
+DAS_CALIBRATED = {
+    "n_jobs": 64_000, "max_forward_events": 2, "mean_interarrival_s": 2250.0, "work_scale": 0.8,
+    "work_gpu_exponent": 0.06, "kappa_net": 0.5, "kappa_cpu": 0.1, "kappa_spread": 0.01,
+}  # fmt: skip
+DAS_LOAD_SCALE = {"small": 1.0, "medium": 2.5, "large": 1.0}
 DBF = "Deep Back-Filling (HPCC'22)"
 DAS = "DAS (KDD'23)"
 SCED2 = "SCED² (Luan et al.)"
@@ -195,9 +215,10 @@ _SPECS = [
         EnvSpec(
             f"das-{s}",
             DAS,
-            f"GPU cloud: {s} cluster ({m} × 8 V100), 1,000-job PAI-like episodes",
+            f"GPU cloud: the paper's {s} cluster ({m} × 8 V100), calibrated to Table 1 "
+            f"(configs/das/paper_{s}.yaml), 1,000-job PAI-like episodes",
             gpu_cloud_setup,
-            {"size": s},
+            {"size": s, **DAS_CALIBRATED, "load_scale": DAS_LOAD_SCALE[s]},
         )  # fmt: skip
         for s, m in CLUSTER_SIZES.items()
     ),
@@ -208,8 +229,12 @@ _SPECS = [
         gpu_cloud_setup,
         {"size": "small", "n_jobs": 2000, "episode_jobs": 200},
     ),  # fmt: skip
-    EnvSpec("sced2", SCED2, "GPU locality: 15 × 8 GPUs, 10-job window, 1,000-job Philly-like episodes",
-            gpu_locality_setup),  # fmt: skip
+    EnvSpec(
+        "sced2",
+        SCED2,
+        "GPU locality: 15 × 8 GPUs, 10-job window, 1,000-job Philly-like episodes",
+        gpu_locality_setup,
+    ),  # fmt: skip
     EnvSpec(
         "sced2-quick",
         SCED2,
@@ -217,8 +242,12 @@ _SPECS = [
         gpu_locality_setup,
         {"n_servers": 4, "arrival_scale": 3.75, "episode_jobs": 100, "episodes": 8},
     ),  # fmt: skip
-    EnvSpec("dag", IDLE_DAG, "DAG cluster: 50 executors, Decima's streaming TPC-H setting on TPC-H-like DAGs",
-            dag_setup),  # fmt: skip
+    EnvSpec(
+        "dag",
+        IDLE_DAG,
+        "DAG cluster: 50 executors, Decima's streaming TPC-H setting on TPC-H-like DAGs",
+        dag_setup,
+    ),  # fmt: skip
     EnvSpec(
         "dag-synthetic",
         IDLE_DAG,
@@ -231,13 +260,30 @@ _SPECS = [
         IDLE_DAG,
         "the CI size: 10 executors, 8 episodes of 40 synthetic jobs",
         dag_setup,
-        {"workload": "synthetic", "n_executors": 10, "max_slots": 8, "max_stages": 5, "episodes": 8,
-         "episode_jobs": 40, "moving_delay": 0, "warmup_delay": 0},
+        {
+            "workload": "synthetic",
+            "n_executors": 10,
+            "max_slots": 8,
+            "max_stages": 5,
+            "episodes": 8,
+            "episode_jobs": 40,
+            "moving_delay": 0,
+            "warmup_delay": 0,
+        },
     ),  # fmt: skip
-    EnvSpec("osdec", OSDEC, "deferrable jobs: a daily capacity curve, 48-step episodes, Table 1's job mix",
-            deferrable_setup),  # fmt: skip
-    EnvSpec("osdec-realtime", OSDEC, "the same jobs in the real-time setting (start at submission or never)",
-            deferrable_setup, {"realtime": True}),  # fmt: skip
+    EnvSpec(
+        "osdec",
+        OSDEC,
+        "deferrable jobs: a daily capacity curve, 48-step episodes, Table 1's job mix",
+        deferrable_setup,
+    ),  # fmt: skip
+    EnvSpec(
+        "osdec-realtime",
+        OSDEC,
+        "the same jobs in the real-time setting (start at submission or never)",
+        deferrable_setup,
+        {"realtime": True},
+    ),  # fmt: skip
     EnvSpec(
         "osdec-quick",
         OSDEC,

@@ -452,20 +452,34 @@ def plot_fit_surface(result: dict, out_png: str | Path, tolerance: float, title:
         ax.set_xlabel(k)
         ax.set_ylabel("ours ÷ paper (calibration episodes)")
         ax.legend(fontsize=8)
-    elif len(keys) == 2:
+    elif len(keys) == 2:  # a panel per calibration row: its ratio over the grid, annotated
+        plt.close(fig)
         a, b = keys
         xs = sorted({t["settings"][a] for t in tried})
         ys = sorted({t["settings"][b] for t in tried})
-        z = np.full((len(ys), len(xs)), np.nan)
-        for t in tried:
-            z[ys.index(t["settings"][b]), xs.index(t["settings"][a])] = t["loss"]
-        im = ax.imshow(z, origin="lower", aspect="auto", cmap="viridis_r")
-        ax.set_xticks(range(len(xs)), [str(v) for v in xs])
-        ax.set_yticks(range(len(ys)), [str(v) for v in ys])
-        ax.plot(xs.index(result["best"][a]), ys.index(result["best"][b]), "r*", ms=14)
-        ax.set_xlabel(a)
-        ax.set_ylabel(b)
-        fig.colorbar(im, ax=ax, label="RMS log(ours ÷ paper)")
+        rows = list(tried[0]["ratios"])
+        fig, axes = plt.subplots(1, len(rows), figsize=(4.6 * len(rows), 3.9), squeeze=False)
+        for ax, row in zip(axes[0], rows, strict=True):
+            z = np.full((len(ys), len(xs)), np.nan)
+            for t in tried:
+                z[ys.index(t["settings"][b]), xs.index(t["settings"][a])] = t["ratios"].get(row) or np.nan
+            im = ax.imshow(np.abs(np.log(z)), origin="lower", aspect="auto", cmap="viridis_r", vmin=0)
+            for (i, j), v in np.ndenumerate(z):
+                ax.text(j, i, f"×{v:.2f}", ha="center", va="center", fontsize=8,
+                        color="k" if abs(v - 1) <= tolerance else "w")  # fmt: skip
+            ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+            ax.set_yticks(range(len(ys)), [str(v) for v in ys])
+            ax.plot(xs.index(result["best"][a]), ys.index(result["best"][b]), "r*", ms=12)
+            ax.set_xlabel(a)
+            ax.set_ylabel(b)
+            ax.set_title(f"{row} ÷ paper", fontsize=8)
+        fig.colorbar(im, ax=axes[0].tolist(), label="|log(ours ÷ paper)|")
+        fig.suptitle(title, fontsize=9)
+        out_png = Path(out_png)
+        out_png.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out_png, dpi=110)
+        plt.close(fig)
+        return out_png
     else:
         ax.plot([t["loss"] for t in tried], marker="o")
         ax.set_xlabel("candidate")

@@ -514,6 +514,24 @@ def _arrival_times(key: jax.Array, n: int, cfg: PAILikeConfig) -> jnp.ndarray:
     return jax.lax.cummax(jnp.floor(t).astype(jnp.int32))
 
 
+def pai_like_config(
+    mean_interarrival_s: float | None = None,
+    interarrival_shape: float = 1.0,
+    work_scale: float = 1.0,
+    work_gpu_exponent: float = 0.0,
+) -> PAILikeConfig:
+    """The generator's defaults with the knobs a config or the front door sets: the mean gap (None: the
+    default), the gaps' Weibull shape, a factor on the work's log-normal median and the size–duration
+    exponent β (`PAILikeConfig`)."""
+    if not work_scale > 0:
+        raise ValueError(f"work_scale must be > 0, got {work_scale}")
+    knobs = {"interarrival_shape": interarrival_shape, "work_gpu_exponent": work_gpu_exponent,
+             "work_log_mu": WORK_LOG_MU + math.log(work_scale)}  # fmt: skip
+    if mean_interarrival_s is not None:
+        knobs["mean_interarrival_s"] = mean_interarrival_s
+    return PAILikeConfig(**knobs)
+
+
 @partial(jax.jit, static_argnums=(1, 2))
 def _generate(key: jax.Array, n_jobs: int, cfg: PAILikeConfig) -> DDLWorkload:
     k_size, k_cpu, k_mem, k_work, k_model, k_arr = jax.random.split(key, 6)

@@ -238,18 +238,16 @@ def _check_dropped(dropped: int, total: int, cfg: DASConfig) -> None:
 # ---- building the run ---------------------------------------------------------------------------------
 def build_das(cfg: DASConfig):
     """`(env, train_params, test_params, test_starts)` for `cfg` (module docstring)."""
-    import math
-
     import jax
     import numpy as np
 
     from jaxsched.envs.gpu_cloud import GPUCloudConfig, GPUCloudEnv, heterogeneous_perf
     from jaxsched.workloads.ddl import (
         V100_MACHINE,
-        PAILikeConfig,
         drop_too_large,
         episode_starts,
         generate_pai_like,
+        pai_like_config,
         train_test_split,
     )
     from jaxsched.workloads.pai import load_pai
@@ -262,14 +260,9 @@ def build_das(cfg: DASConfig):
         raise ValueError(f"env: {err}") from None
     caps = {k: np.full(m, V100_MACHINE[k], np.int32) for k in ("gpu", "cpu", "mem")}
     if w.source == "pai_like":
-        gen = {} if w.mean_interarrival_s is None else {"mean_interarrival_s": w.mean_interarrival_s}
-        if w.work_scale != 1.0:
-            gen["work_log_mu"] = PAILikeConfig.work_log_mu + math.log(w.work_scale)
-        if w.work_gpu_exponent != 0.0:
-            gen["work_gpu_exponent"] = w.work_gpu_exponent
-        if w.interarrival_shape != 1.0:
-            gen["interarrival_shape"] = w.interarrival_shape
-        gen_cfg = PAILikeConfig(**gen)
+        gen_cfg = pai_like_config(
+            w.mean_interarrival_s, w.interarrival_shape, w.work_scale, w.work_gpu_exponent
+        )
         bank = generate_pai_like(jax.random.key(w.bank_seed), w.n_jobs, gen_cfg)
         total = bank.num_jobs
         bank, dropped = drop_too_large(bank, caps["gpu"], caps["cpu"], caps["mem"])
