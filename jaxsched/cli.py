@@ -120,6 +120,23 @@ def _run_calibrate(args) -> int:
     return 0
 
 
+def _add_claims(sub) -> None:
+    p = sub.add_parser("claims", help="the papers' headline claims judged from the stored records")
+    p.add_argument("--results", default="docs/results", help="where the stored evaluation records are")
+    p.add_argument("--out", default="docs/results/claims.md", help="the page to write")
+    p.set_defaults(func=_run_claims)
+
+
+def _run_claims(args) -> int:
+    from jaxsched.experiments.claims import write_claims
+    from jaxsched.systems import systems
+
+    declared = {k: (s.title, s.claims) for k, s in systems().items() if s.claims is not None}
+    path = write_claims(declared, args.results, args.out)
+    print(f"written: {path}")
+    return 0
+
+
 def _add_demo(sub) -> None:
     p = sub.add_parser("demo", help="heuristics on the HPC env over a generated Lublin workload")
     p.add_argument("--episodes", type=int, default=8, help="episodes per policy (seeds)")
@@ -253,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train(sub)
     _add_eval(sub)
     _add_calibrate(sub)
+    _add_claims(sub)
     _add_demo(sub)
     _add_report(sub)
     _add_system_commands(sub)

@@ -427,6 +427,12 @@ def fit_lines(result: dict) -> list[str]:
     return out
 
 
+def _grid_values(tried: list[dict], key: str) -> list[str]:
+    """The distinct values of knob `key` over the candidates (as `repr`s: a value may be a list), in the
+    grid's order."""
+    return list(dict.fromkeys(repr(t["settings"][key]) for t in tried))
+
+
 def plot_fit_surface(result: dict, out_png: str | Path, tolerance: float, title: str = "") -> Path:
     """One knob: each calibration row's ours ÷ paper against the knob, the ±tolerance band shaded; two
     knobs: the RMS log-ratio as a heat map; more: the loss per candidate."""
@@ -440,36 +446,48 @@ def plot_fit_surface(result: dict, out_png: str | Path, tolerance: float, title:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     if len(keys) == 1:
         k = keys[0]
-        order = sorted(tried, key=lambda t: t["settings"][k])
-        x = [t["settings"][k] for t in order]
+        order = tried  # the grid's order (a knob's values may be lists)
+        x = [
+            t["settings"][k] if isinstance(t["settings"][k], (int, float)) else repr(t["settings"][k])
+            for t in order
+        ]
         for row in order[0]["ratios"]:
             ax.plot(x, [t["ratios"][row] for t in order], marker="o", label=row)
         ax.axhspan(
             1 - tolerance, 1 + tolerance, color="tab:green", alpha=0.15, label=f"±{100 * tolerance:g} %"
         )
         ax.axhline(1.0, color="k", lw=0.8)
-        ax.axvline(result["best"][k], color="tab:red", ls="--", lw=1, label="fitted")
+        best = result["best"][k]
+        ax.axvline(
+            best if isinstance(best, (int, float)) else repr(best),
+            color="tab:red",
+            ls="--",
+            lw=1,
+            label="fitted",
+        )
         ax.set_xlabel(k)
         ax.set_ylabel("ours ÷ paper (calibration episodes)")
         ax.legend(fontsize=8)
     elif len(keys) == 2:  # a panel per calibration row: its ratio over the grid, annotated
         plt.close(fig)
         a, b = keys
-        xs = sorted({t["settings"][a] for t in tried})
-        ys = sorted({t["settings"][b] for t in tried})
+        xs = _grid_values(tried, a)
+        ys = _grid_values(tried, b)
         rows = list(tried[0]["ratios"])
         fig, axes = plt.subplots(1, len(rows), figsize=(4.6 * len(rows), 3.9), squeeze=False)
         for ax, row in zip(axes[0], rows, strict=True):
             z = np.full((len(ys), len(xs)), np.nan)
             for t in tried:
-                z[ys.index(t["settings"][b]), xs.index(t["settings"][a])] = t["ratios"].get(row) or np.nan
+                z[ys.index(repr(t["settings"][b])), xs.index(repr(t["settings"][a]))] = (
+                    t["ratios"].get(row) or np.nan
+                )
             im = ax.imshow(np.abs(np.log(z)), origin="lower", aspect="auto", cmap="viridis_r", vmin=0)
             for (i, j), v in np.ndenumerate(z):
                 ax.text(j, i, f"×{v:.2f}", ha="center", va="center", fontsize=8,
                         color="k" if abs(v - 1) <= tolerance else "w")  # fmt: skip
-            ax.set_xticks(range(len(xs)), [str(v) for v in xs])
-            ax.set_yticks(range(len(ys)), [str(v) for v in ys])
-            ax.plot(xs.index(result["best"][a]), ys.index(result["best"][b]), "r*", ms=12)
+            ax.set_xticks(range(len(xs)), xs, fontsize=7)
+            ax.set_yticks(range(len(ys)), ys, fontsize=7)
+            ax.plot(xs.index(repr(result["best"][a])), ys.index(repr(result["best"][b])), "r*", ms=12)
             ax.set_xlabel(a)
             ax.set_ylabel(b)
             ax.set_title(f"{row} ÷ paper", fontsize=8)
@@ -548,10 +566,10 @@ def run_calibration(
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         (out / "calibration.md").write_text("\n".join(lines) + "\n")
+        (out / "calibration.json").write_text(json.dumps(record, indent=1, default=_plain) + "\n")
         if do_fit:
             tol = min(c.calibration.tolerance for c in cfgs)
             plot_fit_surface(result, out / "fit_surface.png", tol, title=f"{names} ({info['cpu']})")
-        (out / "calibration.json").write_text(json.dumps(record, indent=1, default=_plain) + "\n")
         print(f"written: {out}/calibration.md, calibration.json" + (", fit_surface.png" if do_fit else ""))
     return record
 

@@ -60,5 +60,8 @@ class System:
     # `jaxsched calibrate CONFIG`: the paper's published numbers and how to evaluate the baselines on
     # calibration and test episodes (None: the system has no calibration yet)
     calibration: Calibration | None = None
+    # `jaxsched claims`: claims(results_dir) -> [experiments.claims.Claim], its paper's headline claims
+    # judged from its stored records under docs/results/
+    claims: Callable[[Path], list] | None = None
     # CLI modules with `add_arguments(parser)` and `run_from_args(args)`, by subcommand ("table", "report")
     commands: Mapping[str, ModuleType] = field(default_factory=dict)

@@ -14,6 +14,7 @@ from jaxsched.experiments.system import System
 from jaxsched.policies.dag import HEURISTICS
 from jaxsched.systems.dag import table
 from jaxsched.systems.dag.calibration import CALIBRATION
+from jaxsched.systems.dag.claims import claims
 from jaxsched.systems.dag.config import DAGSystemConfig, build_dag
 from jaxsched.systems.dag.evaluate import DAG_METRICS, LEARNER_LABELS, evaluate_dag
 from jaxsched.systems.dag.table import PAPER_TABLE1
@@ -33,4 +34,5 @@ SYSTEM = System(
     paper_tables={"table1": PAPER_TABLE1},
     commands={"table": table},
     calibration=CALIBRATION,
+    claims=claims,
 )

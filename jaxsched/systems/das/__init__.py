@@ -13,6 +13,7 @@ from jaxsched.experiments.system import PaperTable, System
 from jaxsched.policies.gpu_cloud import HEURISTICS
 from jaxsched.systems.das import table
 from jaxsched.systems.das.calibration import CALIBRATION
+from jaxsched.systems.das.claims import claims
 from jaxsched.systems.das.config import DASConfig, build_das
 from jaxsched.systems.das.evaluate import DAS_METRICS
 from jaxsched.systems.das.train import evaluate_das, run_dir_of, train_das_config
@@ -34,4 +35,5 @@ SYSTEM = System(
     paper_tables={"table1": PaperTable("Table 1 (JCT min, fee $) per cluster", table.PAPER_TABLE1)},
     commands={"table": table},
     calibration=CALIBRATION,
+    claims=claims,
 )

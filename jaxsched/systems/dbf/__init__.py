@@ -13,6 +13,7 @@ exactly.
 from jaxsched.experiments.system import System
 from jaxsched.policies.scores import SCORES
 from jaxsched.systems.dbf import report, rlscheduler_table
+from jaxsched.systems.dbf.claims import claims
 from jaxsched.systems.dbf.config import DBFConfig, build_run
 from jaxsched.systems.dbf.evaluate import eval_run
 from jaxsched.systems.dbf.metrics import HPC_METRICS
@@ -40,4 +41,5 @@ SYSTEM = System(
     build=_build,
     run_dirs=lambda cfg: {cfg.name: cfg.run_dir},
     commands={"table": report, "hpc-table": rlscheduler_table},
+    claims=claims,
 )

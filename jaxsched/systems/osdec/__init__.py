@@ -13,6 +13,7 @@ from jaxsched.experiments.system import System
 from jaxsched.policies.deferrable import HEURISTICS
 from jaxsched.systems.osdec import table
 from jaxsched.systems.osdec.calibration import CALIBRATION
+from jaxsched.systems.osdec.claims import claims
 from jaxsched.systems.osdec.config import OSDECConfig, build_osdec
 from jaxsched.systems.osdec.evaluate import LEARNER_LABELS, OSDEC_METRICS, evaluate_osdec
 from jaxsched.systems.osdec.table import PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE4
@@ -33,4 +34,5 @@ SYSTEM = System(
     paper_tables={"table1": PAPER_TABLE1, "table2": PAPER_TABLE2, "table4": PAPER_TABLE4},
     commands={"table": table},
     calibration=CALIBRATION,
+    claims=claims,
 )

@@ -11,6 +11,7 @@ from jaxsched.experiments.system import System
 from jaxsched.policies.gpu_locality import HEURISTICS
 from jaxsched.systems.sced2 import table
 from jaxsched.systems.sced2.calibration import CALIBRATION
+from jaxsched.systems.sced2.claims import claims
 from jaxsched.systems.sced2.config import SCED2Config, build_sced2
 from jaxsched.systems.sced2.evaluate import LEARNER_LABELS, SCED2_METRICS, evaluate_sced2
 from jaxsched.systems.sced2.train import run_dir_of, train_sced2
@@ -29,4 +30,5 @@ SYSTEM = System(
     paper_tables={"fig7": table.PAPER_RATIOS},
     commands={"table": table},
     calibration=CALIBRATION,
+    claims=claims,
 )

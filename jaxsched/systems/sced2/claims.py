@@ -1,0 +1,47 @@
+"""SCED²'s Fig. 7 claims (SCED² over the best baseline per 1-GPU share) from the stored evaluation summary
+(`docs/results/sced2/eval_summary.json`: the Wilcoxon test over the test episodes against the best baseline;
+the per-episode values were not kept, so no power)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jaxsched.experiments.claims import Claim, load_record
+
+RECORD = "sced2/eval_summary.json"
+BUDGET = "≈ 2,400 episodes a seed, 3 seeds (×1.0 of the paper's 2,400)"
+# (share, metric, the paper's SCED² ÷ best-baseline ratio in its favour)
+PAPER = (
+    ("60", "avg_effectiveness", 1.64),
+    ("68", "avg_effectiveness", 1.6),
+    ("68", "avg_jct", 4.6),
+    ("68", "makespan", 2.1),
+    ("75", "avg_effectiveness", 1.09),
+)
+NAMES = {"avg_effectiveness": "execution effectiveness", "avg_jct": "average JCT", "makespan": "makespan"}
+
+
+def _verdict(test: dict, alpha: float = 0.05) -> str:
+    if test["p"] >= alpha:
+        return "undecided"
+    return "reproduced" if test["ratio"] > 1 else "not reproduced"
+
+
+def claims(results_dir: Path) -> list[Claim]:
+    rec = load_record(results_dir, RECORD)
+    out = []
+    for share, metric, paper in PAPER:
+        name = f"SCED² better than the best baseline on {NAMES[metric]}, {share} % 1-GPU jobs"
+        preset = f"configs/sced2/philly_{share}.yaml (before calibration)"
+        entry = None if rec is None else rec.get(f"sced2_{share}_shared", {}).get("sced2", {}).get(metric)
+        if entry is None or "vs_best" not in entry:
+            out.append(
+                Claim(name, f"×{paper:g}", "", "record missing", None, None, None, BUDGET, preset, RECORD)
+            )
+            continue
+        t = entry["vs_best"]
+        ours = f"×{t['ratio']:.2f} vs {t['baseline'].upper()}"
+        out.append(
+            Claim(name, f"×{paper:g}", ours, _verdict(t), t["p"], t["n"], None, BUDGET, preset, RECORD)
+        )
+    return out
