@@ -93,3 +93,28 @@ def test_das_names_open_the_calibrated_presets(size):
     assert (d["kappa_net"], d["kappa_cpu"], d["kappa_spread"]) == (c.kappa_net, c.kappa_cpu, c.kappa_spread)
     assert (d["load_scale"], d["max_forward_events"], d["n_slots"]) == (
         e.load_scale, e.max_forward_events, e.n_slots)  # fmt: skip
+
+
+def test_the_other_paper_names_open_the_calibrated_presets():
+    """`sced2`, `dag-synthetic`, `osdec` and `osdec-realtime` carry their presets' fitted values."""
+    from jaxsched.systems import load_run_config
+
+    specs = jaxsched.registered()
+    _, sced2 = load_run_config("configs/sced2/paper_68.yaml")
+    d = specs["sced2"].defaults
+    assert tuple(d["multi_gpu_weights"]) == sced2.workload.multi_gpu_weights
+    assert (d["max_runtime"], d["slowdown_scale"]) == (sced2.workload.max_runtime, sced2.env.slowdown_scale)
+    assert sced2.workload.multi_gpu_sizes == (2, 4, 8, 16, 32)
+    _, dag = load_run_config("configs/dag/paper_synthetic.yaml")
+    d = specs["dag-synthetic"].defaults
+    assert (d["n_executors"], d["load"], d["max_tasks"]) == (
+        dag.env.n_executors,
+        dag.workload.load,
+        dag.workload.max_tasks,
+    )
+    for name, path in (("osdec", "paper_table1"), ("osdec-realtime", "paper_realtime")):
+        _, osdec = load_run_config(f"configs/osdec/{path}.yaml")
+        d = specs[name].defaults
+        w = osdec.workload
+        assert (d["max_window"], d["max_lead"], d["w_delay"], d["realtime"]) == (
+            w.max_window, w.max_lead, osdec.env.w_delay, w.realtime)  # fmt: skip

@@ -98,19 +98,33 @@ def gpu_locality_setup(
     auto_forward: bool = True,
     single_gpu_share: float = 0.68,
     arrival_scale: float = 1.0,
+    multi_gpu_weights: tuple[float, ...] = (0.2, 0.2, 0.35, 0.2, 0.05),
+    max_runtime: float | None = None,
+    slowdown_scale: float = 1.0,
     episode_jobs: int = 1000,
     episodes: int = 30,
     seed: int = 0,
 ):
     """SCED²'s GPU-locality cluster (`n_servers` × `gpus_per_server`, a `window`-job window, `n_levels`
-    profile levels) over `episodes` generated Philly-like episodes of `episode_jobs` jobs."""
+    profile levels) over `episodes` generated Philly-like episodes of `episode_jobs` jobs: multi-GPU jobs
+    of 2, 4, 8, 16, 32 GPUs weighted by `multi_gpu_weights`, run times capped at `max_runtime` s, the
+    locality slowdowns' excess over 1 scaled by `slowdown_scale`. `sced2` sets them to the calibrated
+    preset's values (`configs/sced2/paper_68.yaml`)."""
     from jaxsched.envs.gpu_locality import GPULocalityConfig, GPULocalityEnv
+    from jaxsched.envs.gpu_locality_params import default_slowdown
     from jaxsched.workloads.philly import PhillyConfig, generate_dlt_bank
 
     env = GPULocalityEnv(GPULocalityConfig(n_servers, gpus_per_server, window, n_levels, auto_forward))
-    philly = PhillyConfig(single_gpu_share=single_gpu_share, arrival_scale=arrival_scale)
+    mix = tuple(zip((2, 4, 8, 16, 32), multi_gpu_weights, strict=True))
+    philly = PhillyConfig(
+        single_gpu_share=single_gpu_share,
+        arrival_scale=arrival_scale,
+        multi_gpu_mix=mix,
+        max_runtime=max_runtime,
+    )
     bank, starts, ends = generate_dlt_bank(jax.random.key(seed), philly, episodes, episode_jobs)
-    return env, env.make_params(bank, starts=starts, ends=ends)
+    slowdown = 1.0 + slowdown_scale * (default_slowdown(n_levels) - 1.0)
+    return env, env.make_params(bank, starts=starts, ends=ends, slowdown=slowdown)
 
 
 def dag_setup(
@@ -123,13 +137,16 @@ def dag_setup(
     episodes: int = 32,
     episode_jobs: int = 200,
     load: float = 0.8,
+    max_tasks: int = 10,
     moving_delay: int = 2000,
     warmup_delay: int = 1000,
     seed: int = 0,
 ):
     """The idle-slot DAG cluster: `workload` "tpch_like" (Decima's streaming TPC-H setting on the
     TPC-H-like generator: one job at 0, then Poisson arrivals, 25 s apart on average; `load` unused) or
-    "synthetic" (the paper's long / short jobs, Poisson at `load`), `episodes` of `episode_jobs` jobs.
+    "synthetic" (the paper's long / short jobs of at most `max_tasks` tasks a stage, Poisson at `load`),
+    `episodes` of `episode_jobs` jobs; `dag-synthetic` is the calibrated preset
+    (`configs/dag/paper_synthetic.yaml`).
     `moving_delay` / `warmup_delay` (ms) are Decima's; the synthetic presets set them to 0. `max_events` 1:
     with a cheap policy one event time per step gives the most decisions/s under `vmap` (docs/dag.md);
     a training config with a network per step sets its own (2 in configs/dag/tpch_like.yaml)."""
@@ -140,7 +157,9 @@ def dag_setup(
     if workload == "tpch_like":
         bank = tpch_like_bank(episodes, episode_jobs, seed=seed, max_stages=max_stages)
     elif workload == "synthetic":
-        bank = synthetic_bank(episodes, episode_jobs, seed=seed, n_executors=n_executors, load=load)
+        bank = synthetic_bank(
+            episodes, episode_jobs, seed=seed, n_executors=n_executors, load=load, max_tasks=max_tasks
+        )
     else:
         raise ValueError(f"dag workload must be 'tpch_like' or 'synthetic', got {workload!r}")
     env = DAGEnv(DAGConfig(n_executors, max_slots, max_stages, idle_levels, max_events))
@@ -151,6 +170,9 @@ def deferrable_setup(
     preset: str = "default",
     realtime: bool = False,
     rate: float | None = None,
+    max_window: int | None = None,
+    max_lead: int | None = None,
+    w_delay: float = 2.0,
     horizon: int = 48,
     pending_slots: int = 64,
     running_slots: int = 48,
@@ -160,15 +182,18 @@ def deferrable_setup(
 ):
     """OSDEC's deferrable-job cloud: the generator's `preset` (`workloads.deferrable.PRESETS`: default,
     core1-3, duration1-3 of Table 4), `realtime` (§5.3.4: jobs start at submission or never), `episodes`
-    generated episodes of `horizon` steps; `rate` (jobs per step) overrides the preset's."""
+    generated episodes of `horizon` steps; `rate` (jobs per step) and the windows' `max_window` /
+    `max_lead` override the preset's; `w_delay` is the delay penalty's weight ω1. `osdec` and
+    `osdec-realtime` are the calibrated presets (`configs/osdec/paper_table1.yaml`, `paper_realtime.yaml`)."""
     from jaxsched.envs.deferrable import DeferrableConfig, DeferrableEnv
     from jaxsched.workloads.deferrable import generate_bank
     from jaxsched.workloads.deferrable import preset as workload_preset
 
-    over = {"horizon": horizon, "realtime": realtime} | ({} if rate is None else {"rate": rate})
+    knobs = {"rate": rate, "max_window": max_window, "max_lead": max_lead}
+    over = {"horizon": horizon, "realtime": realtime} | {k: v for k, v in knobs.items() if v is not None}
     wl = workload_preset(preset, **over)
     env = DeferrableEnv(DeferrableConfig(pending_slots, running_slots, defer_negative))
-    return env, env.make_params(generate_bank(wl, episodes, seed), day=wl.day)
+    return env, env.make_params(generate_bank(wl, episodes, seed), day=wl.day, w_delay=w_delay)
 
 
 @dataclass(frozen=True)
@@ -197,6 +222,10 @@ DAS_CALIBRATED = {
     "work_gpu_exponent": 0.06, "kappa_net": 0.5, "kappa_cpu": 0.1, "kappa_spread": 0.01,
 }  # fmt: skip
 DAS_LOAD_SCALE = {"small": 1.0, "medium": 2.5, "large": 1.0}
+# The calibrated SCED² and OSDEC presets (configs/sced2/paper_68.yaml, configs/osdec/paper_table1.yaml).
+SCED2_CALIBRATED = {"multi_gpu_weights": (0.3075, 0.2575, 0.2925, 0.1, 0.0425), "max_runtime": 43200.0,
+                    "slowdown_scale": 2.75}  # fmt: skip
+OSDEC_CALIBRATED = {"max_window": 1, "max_lead": 4, "w_delay": 0.25}
 DBF = "Deep Back-Filling (HPCC'22)"
 DAS = "DAS (KDD'23)"
 SCED2 = "SCED² (Luan et al.)"
@@ -232,8 +261,10 @@ _SPECS = [
     EnvSpec(
         "sced2",
         SCED2,
-        "GPU locality: 15 × 8 GPUs, 10-job window, 1,000-job Philly-like episodes",
+        "GPU locality: 15 × 8 GPUs, 10-job window, 1,000-job Philly-like episodes, calibrated to Fig. 10 "
+        "(configs/sced2/paper_68.yaml)",
         gpu_locality_setup,
+        SCED2_CALIBRATED,
     ),  # fmt: skip
     EnvSpec(
         "sced2-quick",
@@ -251,9 +282,18 @@ _SPECS = [
     EnvSpec(
         "dag-synthetic",
         IDLE_DAG,
-        "DAG cluster: 10 executors, the paper's synthetic long (50 s) / short (10 s) jobs at load 0.8",
+        "DAG cluster: the paper's synthetic long (50 s) / short (10 s) jobs, calibrated to the SJF JCT its "
+        "text implies (configs/dag/paper_synthetic.yaml: 2 executors, one task a stage, load 0.95)",
         dag_setup,
-        {"workload": "synthetic", "n_executors": 10, "max_stages": 5, "moving_delay": 0, "warmup_delay": 0},
+        {
+            "workload": "synthetic",
+            "n_executors": 2,
+            "max_stages": 5,
+            "load": 0.95,
+            "max_tasks": 1,
+            "moving_delay": 0,
+            "warmup_delay": 0,
+        },
     ),  # fmt: skip
     EnvSpec(
         "dag-quick",
@@ -274,15 +314,17 @@ _SPECS = [
     EnvSpec(
         "osdec",
         OSDEC,
-        "deferrable jobs: a daily capacity curve, 48-step episodes, Table 1's job mix",
+        "deferrable jobs: a daily capacity curve, 48-step episodes, Table 1's job mix, calibrated to "
+        "Table 1's ratios to FIFO (configs/osdec/paper_table1.yaml)",
         deferrable_setup,
+        OSDEC_CALIBRATED,
     ),  # fmt: skip
     EnvSpec(
         "osdec-realtime",
         OSDEC,
         "the same jobs in the real-time setting (start at submission or never)",
         deferrable_setup,
-        {"realtime": True},
+        {**OSDEC_CALIBRATED, "realtime": True},
     ),  # fmt: skip
     EnvSpec(
         "osdec-quick",
