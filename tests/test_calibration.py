@@ -85,6 +85,13 @@ def test_compare_by_hand():
     s = rep["summary"]
     assert (s["compared"], s["matched"], s["validation"], s["validation_matched"]) == (3, 1, 2, 0)
     assert fit_loss(rep) == pytest.approx(abs(np.log(1.05)))
+    two = compare(
+        numbers,
+        results(fifo=105.0, sjf=95.0, drf=60.0),
+        CalibrationSection(setting="s", fit=("fifo.jct", "sjf.jct")),
+    )
+    assert fit_loss(two) == pytest.approx(np.sqrt((np.log(1.05) ** 2 + np.log(95 / 80) ** 2) / 2))
+    assert fit_loss(two, rep) == pytest.approx(np.sqrt((2 * np.log(1.05) ** 2 + np.log(95 / 80) ** 2) / 3))
     with pytest.raises(ValueError, match="no published baseline number"):
         compare(numbers, results(fifo=1.0), CalibrationSection(setting="s", fit=("agent.jct",)))
     with pytest.raises(ValueError, match="no published numbers"):
@@ -199,3 +206,28 @@ def test_calibration_episodes_are_disjoint_from_the_test_episodes(kind):
     assert all((t != c).any() for t in test for c in calib)
     same = cal.fingerprint(cal.held_out(cfg, "test"))
     np.testing.assert_array_equal(same, test)  # the same seed, the same jobs
+
+
+@pytest.mark.parametrize("kind", sorted(DISJOINT_SETS))
+def test_each_systems_baselines_are_seeds_by_episodes(kind):
+    """`Calibration.baselines` gives every row `[num_seeds, E]`, finite, and its seeds differ (distinct
+    banks or evaluation seeds, never one evaluation repeated)."""
+    from jaxsched.systems import load_run_config
+
+    system, cfg = load_run_config(DISJOINT_SETS[kind][0], DISJOINT_SETS[kind][1])
+    res = system.calibration.baselines(cfg)
+    for row, metrics in res.items():
+        for metric, v in metrics.items():
+            assert v.ndim == 2 and v.shape[0] == cfg.num_seeds and np.isfinite(v).all(), (
+                row,
+                metric,
+                v.shape,
+            )
+    first = next(iter(cfg.eval.baselines if hasattr(cfg.eval, "baselines") else cfg.eval.policies))
+    some = next(iter(res[first].values()))
+    assert not np.array_equal(some[0], some[1])
+    if kind == "sced2":  # the best baseline by effectiveness, and the workload's own mean ideal time
+        best = max(cfg.eval.baselines, key=lambda b: res[b]["avg_effectiveness"].mean())
+        assert res["best_baseline"] is res[best]
+        ideal = res["workload"]["avg_ideal"]  # [S, E]: the first bank's is its episodes' mean ideal time
+        np.testing.assert_allclose(ideal[0], system.calibration.fingerprint(cfg)[:, :, 2].mean(axis=1))
