@@ -77,7 +77,7 @@ def shared_data():
 # under -n 2 (a profile of 2026-11-27): MAPPO 185, OSDEC agent 185, idle-slot agent 176, PPO 136, DAS
 # train 123, DAS RWGP learning 105, DAG system 98, DAG env 88, SCED² 88, DQN 86, notebook 02 77, OSDEC
 # system 74, env contract 68, imitation 63, notebooks 03/04 57, metaheuristics 55, RWGP 49, train CLI 47,
-# inspector 47, notebooks 01/05 47/46; every other file is under 40 s.
+# inspector 47, notebooks 01/05 47/46; every other file is under 40 s. Calibration (2026-12-02) ≈ 70.
 HEAVIEST_FIRST = (
     "tests/test_mappo.py",
     "tests/test_osdec_agent.py",
@@ -91,6 +91,7 @@ HEAVIEST_FIRST = (
     "tests/test_dqn.py",
     "notebooks/02_das_gpu_cloud.ipynb",
     "tests/test_osdec_system.py",
+    "tests/test_calibration.py",
     "tests/test_env_contract.py",
     "tests/test_imitation.py",
     "notebooks/03_sced2_gpu_locality.ipynb",

@@ -21,6 +21,7 @@ the paper's and ours): for a paper whose absolute scale comes from a dataset we 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import itertools
 import math
 import time
@@ -112,6 +113,35 @@ class Calibration:
 
 
 PURPOSES = ("test", "calibration")
+CALIBRATION_SEED_OFFSET = 10_000  # a calibration bank's seed: the test bank's + this
+
+
+def with_workload(cfg, **changes):
+    """`cfg` with fields of its `workload` section replaced (a seed, a bank)."""
+    return cfg.replace(workload=dataclasses.replace(cfg.workload, **changes))
+
+
+def shifted_held_out(cfg, purpose: str, field: str = "test_seed"):
+    """The shared `Calibration.held_out` of a generated workload: `cfg` itself for the test episodes, and
+    for the calibration episodes the same generator under another seed (`workload.<field>` +
+    `CALIBRATION_SEED_OFFSET`): the same law, none of the test episodes."""
+    if purpose not in PURPOSES:
+        raise ValueError(f"purpose must be one of {', '.join(PURPOSES)}, got {purpose!r}")
+    if purpose == "test":
+        return cfg
+    return with_workload(cfg, **{field: getattr(cfg.workload, field) + CALIBRATION_SEED_OFFSET})
+
+
+def held_out_bank_seeds(cfg) -> list[int]:
+    """The seeds of `num_seeds` held-out banks of a deterministic system (`workload.test_seed` + i): a
+    heuristic's seed is another bank. The training bank's seed among them is an error naming the fields."""
+    seeds = [cfg.workload.test_seed + i for i in range(cfg.num_seeds)]
+    if cfg.workload.bank_seed in seeds:
+        raise ValueError(
+            f"workload.bank_seed ({cfg.workload.bank_seed}) is one of the held-out banks' seeds {seeds} "
+            "(workload.test_seed + i, i < num_seeds): the training bank would be a test bank"
+        )
+    return seeds
 
 
 # ---- comparing --------------------------------------------------------------------------------------

@@ -38,6 +38,16 @@ class Claim(NamedTuple):
     record: str  # the stored record it was read from
 
 
+def judged(name: str, paper: str, ours: str, c: dict, budget: str, preset: str, record: str) -> Claim:
+    """A claim with `judge`'s (or `stats.claim_verdict`'s) test `c`."""
+    return Claim(name, paper, ours, c["verdict"], c["p"], c["pairs"], c.get("power"), budget, preset, record)
+
+
+def unjudged(name: str, paper: str, ours: str, verdict: str, budget: str, preset: str, record: str) -> Claim:
+    """A claim without a paired test (a missing record, no per-episode values, not run)."""
+    return Claim(name, paper, ours, verdict, None, None, None, budget, preset, record)
+
+
 def load_record(results_dir: Path, relative: str) -> dict | None:
     """The JSON record `results_dir / relative`, or None when it is not stored."""
     path = Path(results_dir) / relative

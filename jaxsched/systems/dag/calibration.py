@@ -8,44 +8,32 @@ shortest-job-first. The baseline number it implies, SJF's average JCT ≈ Table 
 partition are evaluated and listed, with no published number to meet.
 
 A seed is another held-out bank (`workload.test_seed` + i, i < `num_seeds`; the heuristics act on one fixed
-key per episode); the calibration banks are `test_seed` + `CALIBRATION_SEED_OFFSET` + i.
+key per episode); the calibration banks are `test_seed` + i + `CALIBRATION_SEED_OFFSET`
+(`experiments.calibration`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import numpy as np
 
-from jaxsched.experiments.calibration import Calibration, read_paper_numbers
+from jaxsched.experiments.calibration import (
+    Calibration,
+    held_out_bank_seeds,
+    read_paper_numbers,
+    shifted_held_out,
+    with_workload,
+)
 from jaxsched.systems.dag.config import DAGSystemConfig, build_params, make_env
 from jaxsched.systems.dag.evaluate import episode_keys, eval_episodes, run_heuristics
 
 PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.csv")
-CALIBRATION_SEED_OFFSET = 10_000
 METRICS = ("avg_jct", "makespan")
 
 
-def _bank_seeds(cfg: DAGSystemConfig) -> list[int]:
-    seeds = [cfg.workload.test_seed + i for i in range(cfg.num_seeds)]
-    if cfg.workload.bank_seed in seeds:
-        raise ValueError(
-            f"workload.bank_seed ({cfg.workload.bank_seed}) is one of the held-out banks' seeds {seeds} "
-            "(workload.test_seed + i, i < num_seeds): the training bank would be a test bank"
-        )
-    return seeds
-
-
-def held_out(cfg: DAGSystemConfig, purpose: str) -> DAGSystemConfig:
-    if purpose == "test":
-        return cfg
-    w = cfg.workload
-    return cfg.replace(workload=dataclasses.replace(w, test_seed=w.test_seed + CALIBRATION_SEED_OFFSET))
-
-
 def _bank(cfg: DAGSystemConfig, seed: int):
-    c = cfg.replace(workload=dataclasses.replace(cfg.workload, test_seed=seed))
+    c = with_workload(cfg, test_seed=seed)
     env = make_env(c)
     params = build_params(c, env, "test")
     return env, params, eval_episodes(c, params)
@@ -54,7 +42,7 @@ def _bank(cfg: DAGSystemConfig, seed: int):
 def baselines(cfg: DAGSystemConfig) -> dict:
     """`{name: {metric: [S, E]}}` of `eval.baselines` over `num_seeds` held-out banks."""
     per_seed = []
-    for seed in _bank_seeds(cfg):
+    for seed in held_out_bank_seeds(cfg):
         env, params, episodes = _bank(cfg, seed)
         res = run_heuristics(env, params, cfg.eval.baselines, episode_keys(cfg, episodes))
         per_seed.append({n: {k: np.asarray(r[k])[0] for k in METRICS} for n, r in res.items()})
@@ -63,7 +51,7 @@ def baselines(cfg: DAGSystemConfig) -> dict:
 
 def fingerprint(cfg: DAGSystemConfig) -> np.ndarray:
     """`[E, N, 3]` of the first held-out bank: each job's arrival (ms), total work and critical path (s)."""
-    _, params, episodes = _bank(cfg, _bank_seeds(cfg)[0])
+    _, params, episodes = _bank(cfg, held_out_bank_seeds(cfg)[0])
     b = params.bank
     tmpl = np.asarray(b.template)[:episodes]
     arrival = np.asarray(b.arrival, np.float64)[:episodes]
@@ -75,7 +63,7 @@ def fingerprint(cfg: DAGSystemConfig) -> np.ndarray:
 
 CALIBRATION = Calibration(
     numbers=read_paper_numbers(PAPER_NUMBERS),
-    held_out=held_out,
+    held_out=shifted_held_out,
     baselines=baselines,
     fingerprint=fingerprint,
 )

@@ -5,46 +5,45 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jaxsched.experiments.claims import NO_RECORD, Claim, judge, load_record, pct, per_episode
+from jaxsched.experiments.claims import (
+    NO_RECORD,
+    Claim,
+    judge,
+    judged,
+    load_record,
+    pct,
+    per_episode,
+    unjudged,
+)
 
 FULL_600 = "dag/synthetic_full_600_eval.json"
 NO_IDLE_600 = "dag/synthetic_no_idle_600_eval.json"
 TABLE = "dag/table.json"
 PRESET = "configs/dag/synthetic.yaml (before calibration)"
+BUDGET_600 = "600 updates × 3 seeds (the paper's: not stated)"
+BUDGET_200 = "200 updates × 3 seeds (the paper's: not stated)"
+# (claim, lower, higher, the paper's relative gap lower ÷ higher − 1)
+PAIRED = (
+    ("idle slots lower the average JCT: full < w/o idle (synthetic)", "full", "no_idle", 46.3 / 53.5 - 1),
+    ("the RL scheduler ≈ 30 % below SJF: full < SJF (Fig. 5)", "full", "sjf", -0.30),
+    ("the RL scheduler ≈ 30 % below SJF: w/o idle < SJF (Fig. 5)", "no_idle", "sjf", -0.30),
+)
 
 
 def claims(results_dir: Path) -> list[Claim]:
     full, no_idle = load_record(results_dir, FULL_600), load_record(results_dir, NO_IDLE_600)
-    budget600 = "600 updates × 3 seeds (the paper's: not stated)"
+    records = {"full": full, "no_idle": no_idle, "sjf": full}  # the baselines ran beside each variant
+    record = f"{FULL_600}, {NO_IDLE_600}"
     out = []
-    pairs = [
-        ("idle slots lower the average JCT: full < w/o idle (synthetic)", "full", "no_idle", 46.3 / 53.5 - 1),
-        ("the RL scheduler ≈ 30 % below SJF: full < SJF (Fig. 5)", "full", "sjf", -0.30),
-        ("the RL scheduler ≈ 30 % below SJF: w/o idle < SJF (Fig. 5)", "no_idle", "sjf", -0.30),
-    ]
-    for name, lower, higher, paper in pairs:
-        recs = {"full": full, "no_idle": no_idle, "sjf": full}
-        a, b = recs[lower], recs[higher]
-        record = f"{FULL_600}, {NO_IDLE_600}"
+    for name, lower, higher, paper in PAIRED:
+        a, b = records[lower], records[higher]
         if a is None or b is None:
-            out.append(
-                Claim(name, pct(paper), "", "record missing", None, None, None, budget600, PRESET, record)
-            )
+            out.append(unjudged(name, pct(paper), "", "record missing", BUDGET_600, PRESET, record))
             continue
         c = judge(per_episode(a[lower]["avg_jct"]), per_episode(b[higher]["avg_jct"]), paper)
-        ours = f"{pct(c['relative'])} ({c['diff']:+.2f} s)"
         out.append(
-            Claim(
-                name,
-                pct(paper),
-                ours,
-                c["verdict"],
-                c["p"],
-                c["pairs"],
-                c["power"],
-                budget600,
-                PRESET,
-                record,
+            judged(
+                name, pct(paper), f"{pct(c['relative'])} ({c['diff']:+.2f} s)", c, BUDGET_600, PRESET, record
             )
         )
     table = load_record(results_dir, TABLE)
@@ -52,37 +51,13 @@ def claims(results_dir: Path) -> list[Claim]:
     paper = 46.3 / 52.7 - 1
     row = None if table is None else table["table1"].get("dag_synthetic")
     if row is None:
-        out.append(Claim(name, pct(paper), "", "record missing", None, None, None, "", PRESET, TABLE))
+        out.append(unjudged(name, pct(paper), "", "record missing", BUDGET_200, PRESET, TABLE))
     else:
         t = row["wilcoxon_full_vs"]["no_features"]
         rel = row["avg_jct"]["full"]["mean"] / row["avg_jct"]["no_features"]["mean"] - 1
         verdict = "undecided" if t["p"] >= 0.05 else ("reproduced" if rel < 0 else "not reproduced")
-        out.append(
-            Claim(
-                name,
-                pct(paper),
-                pct(rel),
-                f"{verdict} ({NO_RECORD}: no power)",
-                t["p"],
-                t["n"],
-                None,
-                "200 updates × 3 seeds (the paper's: not stated)",
-                PRESET,
-                TABLE,
-            )
-        )
-    out.append(
-        Claim(
-            "idle slots and features help on the mixed set (Table 1)",
-            "−6.8 % / −7.7 %",
-            "",
-            "not run",
-            None,
-            None,
-            None,
-            "",
-            "configs/dag/mixed.yaml",
-            "",
-        )
-    )
+        c = {"verdict": f"{verdict} ({NO_RECORD}: no power)", "p": t["p"], "pairs": t["n"]}
+        out.append(judged(name, pct(paper), pct(rel), c, BUDGET_200, PRESET, TABLE))
+    mixed = "idle slots and features help on the mixed set (Table 1)"
+    out.append(unjudged(mixed, "−6.8 % / −7.7 %", "", "not run", "", "configs/dag/mixed.yaml", ""))
     return out

@@ -2,34 +2,30 @@
 the GPU-cloud simulator's (`experiments.calibration`).
 
 The calibration episodes are the test split of another draw of the same generated workload
-(`workload.bank_seed` + `CALIBRATION_BANK_OFFSET`): the same law, none of the test episodes' jobs. The
-baselines are `eval.policies` on the held-out episodes × `num_seeds` evaluation seeds (`[S, E]`).
+(`workload.bank_seed` + `experiments.calibration.CALIBRATION_SEED_OFFSET`): the same law, none of
+the test episodes' jobs. The baselines are `eval.policies` on the held-out episodes × `num_seeds`
+evaluation seeds (`[S, E]`).
 MOSA and MALO are planners (minutes to hours a cluster): `jaxsched table das --planners` evaluates them.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import numpy as np
 
-from jaxsched.experiments.calibration import Calibration, read_paper_numbers
+from jaxsched.experiments.calibration import Calibration, read_paper_numbers, shifted_held_out
 from jaxsched.systems.das.config import DASConfig
 from jaxsched.systems.das.rows import heuristic_rows, label
 
 PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.csv")
-CALIBRATION_BANK_OFFSET = 10_000  # calibration bank seed = bank_seed + this
 
 
 def held_out(cfg: DASConfig, purpose: str) -> DASConfig:
     """`cfg` itself for the test episodes; for the calibration episodes, another bank seed."""
-    if purpose == "test":
-        return cfg
-    w = cfg.workload
-    if w.source != "pai_like":
+    if purpose == "calibration" and cfg.workload.source != "pai_like":
         raise ValueError("calibration episodes need a generated workload (workload.source: pai_like)")
-    return cfg.replace(workload=dataclasses.replace(w, bank_seed=w.bank_seed + CALIBRATION_BANK_OFFSET))
+    return shifted_held_out(cfg, purpose, field="bank_seed")
 
 
 def baselines(cfg: DASConfig) -> dict:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxsched.experiments.claims import Claim, load_record, pct
+from jaxsched.experiments.claims import Claim, judged, load_record, pct, unjudged
 from jaxsched.systems.das.rows import label
 
 RECORD = "das/table1_small_cpu.json"
@@ -20,7 +20,7 @@ def claims(results_dir: Path) -> list[Claim]:
 
     rec = load_record(results_dir, RECORD)
     if rec is None:
-        return [Claim("Table 1 (§5.2)", "", "", "record missing", None, None, None, BUDGET, PRESET, RECORD)]
+        return [unjudged("Table 1 (§5.2)", "", "", "record missing", BUDGET, PRESET, RECORD)]
     rows = {
         n: None if r is None else {k: np.asarray(v) for k, v in r.items()}
         for n, r in rec["small"]["rows"].items()
@@ -29,21 +29,8 @@ def claims(results_dir: Path) -> list[Claim]:
     for c in judge_rows(rows, "small"):
         name = f"{label(c['lower'])} below {label(c['higher'])} (Small, JCT)"
         if c["verdict"] == "not run":
-            out.append(Claim(name, "", "", "not run", None, None, None, BUDGET, PRESET, RECORD))
+            out.append(unjudged(name, "", "", "not run", BUDGET, PRESET, RECORD))
             continue
         ours = f"{pct(c['relative'])} ({c['diff']:+,.1f} min)"
-        out.append(
-            Claim(
-                name,
-                pct(c["paper_relative"]),
-                ours,
-                c["verdict"],
-                c["p"],
-                c["pairs"],
-                c["power"],
-                BUDGET,
-                PRESET,
-                RECORD,
-            )
-        )
+        out.append(judged(name, pct(c["paper_relative"]), ours, c, BUDGET, PRESET, RECORD))
     return out

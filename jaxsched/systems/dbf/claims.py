@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jaxsched.experiments.claims import NO_RECORD, Claim, load_record, pct
+from jaxsched.experiments.claims import NO_RECORD, Claim, load_record, pct, unjudged
 
 SPLIT = "dbf/big/m10_9_1_eval.json"
 HEAD = "dbf/big/m10_10_0_eval.json"
 PRESET = "configs/dbf/cpu_m10_9_1.yaml, cpu_m10_10_0.yaml"
 BUDGET = "200 updates × 3 seeds (the paper trains 100,000 episodes)"
 BASELINES = ("fcfs_easy", "lcfs_easy", "sjf_easy", "fcfs", "lcfs", "sjf")
+VERDICT = f"undecided ({NO_RECORD})"
 
 
 def _ours(a: float, b: float) -> str:
@@ -21,39 +22,16 @@ def _ours(a: float, b: float) -> str:
 def claims(results_dir: Path) -> list[Claim]:
     split, head = load_record(results_dir, SPLIT), load_record(results_dir, HEAD)
     if split is None:
-        return [Claim("DBF (§IV)", "", "", "record missing", None, None, None, BUDGET, PRESET, SPLIT)]
-    verdict = f"undecided ({NO_RECORD})"
+        return [unjudged("DBF (§IV)", "", "", "record missing", BUDGET, PRESET, SPLIT)]
     wait = split["agent"]["avg_wait"]["mean"]
     out = []
     if head is not None:
-        out.append(
-            Claim(
-                "a split window (9 + 1) below the head-only window (10 + 0), average wait",
-                "lower",
-                _ours(wait, head["agent"]["avg_wait"]["mean"]),
-                verdict,
-                None,
-                None,
-                None,
-                BUDGET,
-                PRESET,
-                f"{SPLIT}, {HEAD}",
-            )
-        )
+        name = "a split window (9 + 1) below the head-only window (10 + 0), average wait"
+        ours = _ours(wait, head["agent"]["avg_wait"]["mean"])
+        out.append(unjudged(name, "lower", ours, VERDICT, BUDGET, PRESET, f"{SPLIT}, {HEAD}"))
     for b in BASELINES:
-        other = split[b]["avg_wait"]["mean"]
+        name = f"DBF 9 + 1 below {b.replace('_easy', ' + EASY').upper()}, average wait"
         out.append(
-            Claim(
-                f"DBF 9 + 1 below {b.replace('_easy', ' + EASY').upper()}, average wait",
-                "lower",
-                _ours(wait, other),
-                verdict,
-                None,
-                None,
-                None,
-                BUDGET,
-                PRESET,
-                SPLIT,
-            )
+            unjudged(name, "lower", _ours(wait, split[b]["avg_wait"]["mean"]), VERDICT, BUDGET, PRESET, SPLIT)
         )
     return out

@@ -6,46 +6,38 @@ FIFO's (`calibration.relative_to: fifo`), within ±3 %. Tables 1 and 2 (deferrab
 `table1` and `table1_t2`, Table 2's real-time column `realtime`, Table 4's cases `core1` ... `duration3`.
 
 A seed is another held-out bank (`workload.test_seed` + i, i < `num_seeds`); the calibration banks are
-`test_seed` + `CALIBRATION_SEED_OFFSET` + i.
+`test_seed` + `experiments.calibration.CALIBRATION_SEED_OFFSET` + i.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import numpy as np
 
-from jaxsched.experiments.calibration import Calibration, read_paper_numbers
+from jaxsched.experiments.calibration import (
+    Calibration,
+    held_out_bank_seeds,
+    read_paper_numbers,
+    shifted_held_out,
+    with_workload,
+)
 from jaxsched.systems.osdec.config import OSDECConfig, build_osdec
 from jaxsched.systems.osdec.evaluate import episode_keys, run_baseline
 
 PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.csv")
-CALIBRATION_SEED_OFFSET = 10_000
 METRICS = ("utilization", "delay_penalty", "total_reward")
 
 
-def _bank_seeds(cfg: OSDECConfig) -> list[int]:
-    seeds = [cfg.workload.test_seed + i for i in range(cfg.num_seeds)]
-    if cfg.workload.bank_seed in seeds:
-        raise ValueError(
-            f"workload.bank_seed ({cfg.workload.bank_seed}) is one of the held-out banks' seeds {seeds} "
-            "(workload.test_seed + i, i < num_seeds): the training bank would be a test bank"
-        )
-    return seeds
-
-
-def held_out(cfg: OSDECConfig, purpose: str) -> OSDECConfig:
-    if purpose == "test":
-        return cfg
-    if cfg.workload.trace is not None:
+def held_out(cfg, purpose: str):
+    """The test episodes, or another draw of the same generator (`experiments.calibration`)."""
+    if purpose == "calibration" and cfg.workload.trace is not None:
         raise ValueError("calibration episodes need a generated workload (workload.trace: null)")
-    w = cfg.workload
-    return cfg.replace(workload=dataclasses.replace(w, test_seed=w.test_seed + CALIBRATION_SEED_OFFSET))
+    return shifted_held_out(cfg, purpose)
 
 
 def _bank(cfg: OSDECConfig, seed: int):
-    c = cfg.replace(workload=dataclasses.replace(cfg.workload, test_seed=seed))
+    c = with_workload(cfg, test_seed=seed)
     env, _, params = build_osdec(c)
     episodes = min(c.workload.test_episodes, c.eval.episodes or c.workload.test_episodes)
     return env, params, episodes
@@ -55,7 +47,7 @@ def baselines(cfg: OSDECConfig) -> dict:
     """`{name: {metric: [S, E]}}` of `eval.baselines` over `num_seeds` held-out banks. The delay penalty
     is signed as the paper prints its "time delay" column (negative)."""
     per_seed = []
-    for seed in _bank_seeds(cfg):
+    for seed in held_out_bank_seeds(cfg):
         env, params, episodes = _bank(cfg, seed)
         keys = episode_keys(cfg, episodes)
         res = {b: run_baseline(env, params, b, keys) for b in cfg.eval.baselines}
@@ -68,7 +60,7 @@ def baselines(cfg: OSDECConfig) -> dict:
 
 def fingerprint(cfg: OSDECConfig) -> np.ndarray:
     """`[E, N, 5]` of the first held-out bank: each job's cores, duration, earliest, latest, submit."""
-    _, params, episodes = _bank(cfg, _bank_seeds(cfg)[0])
+    _, params, episodes = _bank(cfg, held_out_bank_seeds(cfg)[0])
     b = params.bank
     cols = [
         np.asarray(getattr(b, f), np.float64)[:episodes]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jaxsched.experiments.claims import Claim, judge, load_record, pct, per_episode
+from jaxsched.experiments.claims import Claim, judge, judged, load_record, pct, per_episode, unjudged
 
 TABLE1 = "osdec/table1_100updates.json"
 AUX = "osdec/table1_aux_eval.json"
@@ -46,25 +46,14 @@ def _above(name, rec, record, hi, lo, paper_lo=None, metric="total_reward"):
     paper = PAPER_TOTAL[paper_lo or lo] / PAPER_TOTAL[hi] - 1
     c = judge(per_episode(rec[lo][metric]), per_episode(rec[hi][metric]), paper)
     above = lambda rel: pct(1.0 / (1.0 + rel) - 1.0)  # noqa: E731
-    return Claim(
-        name,
-        above(paper),
-        above(c["relative"]),
-        c["verdict"],
-        c["p"],
-        c["pairs"],
-        c["power"],
-        BUDGET,
-        PRESET,
-        record,
-    )
+    return judged(name, above(paper), above(c["relative"]), c, BUDGET, PRESET, record)
 
 
 def claims(results_dir: Path) -> list[Claim]:
     t1, aux, rt = (load_record(results_dir, r) for r in (TABLE1, AUX, REALTIME))
     out = []
     if t1 is None:
-        out.append(Claim("Table 1", "", "", "record missing", None, None, None, BUDGET, PRESET, TABLE1))
+        out.append(unjudged("Table 1", "", "", "record missing", BUDGET, PRESET, TABLE1))
     else:
         best = max(("fifo", "sjf", "tetris"), key=lambda h: t1[h]["total_reward"]["mean"])
         paper_best = max(("fifo", "sjf", "tetris"), key=PAPER_TOTAL.get)
@@ -81,22 +70,13 @@ def claims(results_dir: Path) -> list[Claim]:
             )
             out.append(claim)
     if rt is None or t1 is None:
-        out.append(Claim("Table 2", "", "", "record missing", None, None, None, BUDGET, PRESET, REALTIME))
+        out.append(unjudged("Table 2", "", "", "record missing", BUDGET, PRESET, REALTIME))
         return out
     for m, paper in PAPER_REALTIME.items():
         c = judge(per_episode(rt[m]["utilization"]), per_episode(t1[m]["utilization"]), paper - 1)
+        name = f"{NAMES[m]}: utilisation deferrable above real time (Table 2)"
+        presets = f"{PRESET}, configs/osdec/realtime.yaml"
         out.append(
-            Claim(
-                f"{NAMES[m]}: utilisation deferrable above real time (Table 2)",
-                pct(paper - 1),
-                pct(c["relative"]),
-                c["verdict"],
-                c["p"],
-                c["pairs"],
-                c["power"],
-                BUDGET,
-                f"{PRESET}, configs/osdec/realtime.yaml",
-                f"{TABLE1}, {REALTIME}",
-            )
+            judged(name, pct(paper - 1), pct(c["relative"]), c, BUDGET, presets, f"{TABLE1}, {REALTIME}")
         )
     return out

@@ -14,36 +14,28 @@ the calibration banks are `test_seed` + `CALIBRATION_SEED_OFFSET` + i, disjoint 
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import numpy as np
 
-from jaxsched.experiments.calibration import Calibration, read_paper_numbers
+from jaxsched.experiments.calibration import (
+    Calibration,
+    held_out_bank_seeds,
+    read_paper_numbers,
+    shifted_held_out,
+    with_workload,
+)
 from jaxsched.systems.sced2.config import SCED2Config, build_sced2, window_env
 from jaxsched.systems.sced2.evaluate import run_heuristics
 
 PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.csv")
-CALIBRATION_SEED_OFFSET = 10_000
 
 
-def _bank_seeds(cfg: SCED2Config) -> list[int]:
-    seeds = [cfg.workload.test_seed + i for i in range(cfg.num_seeds)]
-    if cfg.workload.bank_seed in seeds:
-        raise ValueError(
-            f"workload.bank_seed ({cfg.workload.bank_seed}) is one of the held-out banks' seeds {seeds} "
-            "(workload.test_seed + i, i < num_seeds): the training bank would be a test bank"
-        )
-    return seeds
-
-
-def held_out(cfg: SCED2Config, purpose: str) -> SCED2Config:
-    if purpose == "test":
-        return cfg
-    if cfg.workload.source != "philly":
+def held_out(cfg, purpose: str):
+    """The test episodes, or another draw of the same generator (`experiments.calibration`)."""
+    if purpose == "calibration" and cfg.workload.source != "philly":
         raise ValueError("calibration episodes need a generated workload (workload.source: philly)")
-    w = cfg.workload
-    return cfg.replace(workload=dataclasses.replace(w, test_seed=w.test_seed + CALIBRATION_SEED_OFFSET))
+    return shifted_held_out(cfg, purpose)
 
 
 def _one_bank(cfg: SCED2Config):
@@ -59,8 +51,8 @@ def baselines(cfg: SCED2Config) -> dict:
     size = cfg.env.window if cfg.eval.headline == "window" else cfg.workload.jobs_per_episode
     env = window_env(cfg, size)
     per_seed = []
-    for seed in _bank_seeds(cfg):
-        c = cfg.replace(workload=dataclasses.replace(cfg.workload, test_seed=seed))
+    for seed in held_out_bank_seeds(cfg):
+        c = with_workload(cfg, test_seed=seed)
         params, episodes = _one_bank(c)
         res = run_heuristics(env, params, cfg.eval.baselines, episodes)
         ideal = np.asarray(params.ideal, np.float64)

@@ -6,18 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jaxsched.experiments.claims import Claim, load_record
+from jaxsched.experiments.claims import Claim, judged, load_record, unjudged
 
 RECORD = "sced2/eval_summary.json"
 BUDGET = "≈ 2,400 episodes a seed, 3 seeds (×1.0 of the paper's 2,400)"
 # (share, metric, the paper's SCED² ÷ best-baseline ratio in its favour)
-PAPER = (
-    ("60", "avg_effectiveness", 1.64),
-    ("68", "avg_effectiveness", 1.6),
-    ("68", "avg_jct", 4.6),
-    ("68", "makespan", 2.1),
-    ("75", "avg_effectiveness", 1.09),
-)
+PAPER = (("60", "avg_effectiveness", 1.64), ("68", "avg_effectiveness", 1.6), ("68", "avg_jct", 4.6),
+         ("68", "makespan", 2.1), ("75", "avg_effectiveness", 1.09))  # fmt: skip
 NAMES = {"avg_effectiveness": "execution effectiveness", "avg_jct": "average JCT", "makespan": "makespan"}
 
 
@@ -35,13 +30,19 @@ def claims(results_dir: Path) -> list[Claim]:
         preset = f"configs/sced2/philly_{share}.yaml (before calibration)"
         entry = None if rec is None else rec.get(f"sced2_{share}_shared", {}).get("sced2", {}).get(metric)
         if entry is None or "vs_best" not in entry:
-            out.append(
-                Claim(name, f"×{paper:g}", "", "record missing", None, None, None, BUDGET, preset, RECORD)
-            )
+            out.append(unjudged(name, f"×{paper:g}", "", "record missing", BUDGET, preset, RECORD))
             continue
         t = entry["vs_best"]
-        ours = f"×{t['ratio']:.2f} vs {t['baseline'].upper()}"
+        c = {"verdict": _verdict(t), "p": t["p"], "pairs": t["n"]}
         out.append(
-            Claim(name, f"×{paper:g}", ours, _verdict(t), t["p"], t["n"], None, BUDGET, preset, RECORD)
+            judged(
+                name,
+                f"×{paper:g}",
+                f"×{t['ratio']:.2f} vs {t['baseline'].upper()}",
+                c,
+                BUDGET,
+                preset,
+                RECORD,
+            )
         )
     return out
