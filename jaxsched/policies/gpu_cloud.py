@@ -16,6 +16,8 @@ machines by the load at the start of the round (the same for every job of that r
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -65,8 +67,10 @@ def tetris_scores(obs: GPUCloudObs) -> jax.Array:
     return (dem * free).sum(axis=-1)
 
 
+@functools.cache
 def make_heuristic(name: str):
-    """The heuristic policy `name` (one of `HEURISTICS`, or `random`)."""
+    """The heuristic policy `name` (one of `HEURISTICS`, or `random`); one function per name, so compiled
+    programs cached by their policies are found again."""
     if name == "random":
         return random_policy
     if name == "tetris":

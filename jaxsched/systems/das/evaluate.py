@@ -45,22 +45,37 @@ def seed_keys(seed: int, num_seeds: int, n_episodes: int) -> jax.Array:
     )(jnp.arange(num_seeds))
 
 
+_PROGRAMS: dict = {}  # the compiled evaluation programs, per env config and policy set (as SCED²'s, DAG's)
+
+
+def _program(env, policies: dict):
+    """Jitted `fn(indices, params, starts, keys)` for `evaluate_on_episodes`, cached by the env's config and
+    the policies (names and functions: `make_heuristic` returns the same function for a name): the params
+    (the bank, the knobs a calibration fit varies) are an argument, so another bank or knob value of the
+    same shapes does not compile again."""
+    names = tuple(policies)
+    cache_key = (type(env), env.config, tuple(policies.items()))
+    if cache_key not in _PROGRAMS:
+        branches = [lambda obs, k, p=policies[n]: p(None, obs, k) for n in names]
+
+        def one(index, params, start, key):
+            p = params.replace(starts=start[None])  # pin the episode
+            policy = lambda _, obs, k: jax.lax.switch(index, branches, obs, k)  # noqa: E731
+            return run_episode(env, p, policy, None, key)
+
+        over_keys = jax.vmap(one, in_axes=(None, None, None, 0))  # seeds
+        over_eps = jax.vmap(over_keys, in_axes=(None, None, 0, 1), out_axes=1)  # episodes
+        _PROGRAMS[cache_key] = jax.jit(jax.vmap(over_eps, in_axes=(0, None, None, None)))  # policies
+    return _PROGRAMS[cache_key]
+
+
 def evaluate_on_episodes(env, params, policies: dict, starts, keys) -> dict[str, dict[str, np.ndarray]]:
     """Parameter-free policies (`{name: policy}`) on test episodes starting at `starts` (`[E]`), each with
-    the keys `keys[:, e]` (`[S, E]`), as one program (one `lax.switch` branch per policy).
+    the keys `keys[:, e]` (`[S, E]`), as one program (one `lax.switch` branch per policy; `_program`).
     Returns `{name: {metric: [S, E]}}`."""
     names = list(policies)
-    branches = [lambda obs, k, p=policies[n]: p(None, obs, k) for n in names]
-
-    def one(index, start, key):
-        p = params.replace(starts=start[None])  # pin the episode
-        policy = lambda _, obs, k: jax.lax.switch(index, branches, obs, k)  # noqa: E731
-        return run_episode(env, p, policy, None, key)
-
-    over_keys = jax.vmap(one, in_axes=(None, None, 0))  # seeds
-    over_eps = jax.vmap(over_keys, in_axes=(None, 0, 1), out_axes=1)  # episodes
-    fn = jax.jit(jax.vmap(over_eps, in_axes=(0, None, None)))  # policies
-    out = fn(jnp.arange(len(names)), jnp.asarray(starts, jnp.int32), keys)
+    fn = _program(env, policies)
+    out = fn(jnp.arange(len(names)), params, jnp.asarray(starts, jnp.int32), keys)
     return {n: {k: np.asarray(v[i]) for k, v in out.items()} for i, n in enumerate(names)}
 
 

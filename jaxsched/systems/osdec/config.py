@@ -5,8 +5,8 @@
     seed: 0               # root of the training seeds (the same seeds for every learner: paired)
     num_seeds: 3
     env:      {pending_slots, running_slots, defer_negative, history, w_delay, w_violation}
-    workload: {preset, realtime, horizon, rate, base_capacity, max_lead, max_window, train_episodes,
-               test_episodes, bank_seed, test_seed,
+    workload: {preset, realtime, horizon, rate, base_capacity, max_lead, max_window, amplitude, noise,
+               train_episodes, test_episodes, bank_seed, test_seed,
                trace, trace_test_from_day, trace_step_minutes, trace_stride, trace_fraction,
                trace_machine_cores, trace_total_cores}
     agent:    {learners: [osdec, aux_l, aux_h, ppo_att, ppo_mlp, pointer, reinforce], embed, layers, heads,
@@ -121,6 +121,8 @@ class WorkloadSection:
     base_capacity: float | None = None
     max_lead: int | None = None
     max_window: int | None = None
+    amplitude: float | None = None  # the capacity curve's daily swing, a share of base (null: the preset's)
+    noise: float | None = None  # the capacity noise's std, cores (null: the preset's)
     train_episodes: int = 256
     test_episodes: int = 64
     bank_seed: int = 0
@@ -155,7 +157,7 @@ class WorkloadSection:
         from jaxsched.workloads.deferrable import preset
 
         knobs = {"rate": self.rate, "base_capacity": self.base_capacity, "max_lead": self.max_lead,
-                 "max_window": self.max_window}  # fmt: skip
+                 "max_window": self.max_window, "amplitude": self.amplitude, "noise": self.noise}  # fmt: skip
         over = {k: v for k, v in knobs.items() if v is not None}
         return preset(self.preset, horizon=self.horizon, realtime=self.realtime, **over)
 
