@@ -116,5 +116,6 @@ def test_the_other_paper_names_open_the_calibrated_presets():
         _, osdec = load_run_config(f"configs/osdec/{path}.yaml")
         d = specs[name].defaults
         w = osdec.workload
-        assert (d["max_window"], d["max_lead"], d["w_delay"], d["realtime"]) == (
-            w.max_window, w.max_lead, osdec.env.w_delay, w.realtime)  # fmt: skip
+        assert (d["preset"], d["rate"], d["max_window"], d["max_lead"], d["amplitude"], d["noise"]) == (
+            w.preset, w.rate, w.max_window, w.max_lead, w.amplitude, w.noise)  # fmt: skip
+        assert (d["w_delay"], d["realtime"]) == (osdec.env.w_delay, w.realtime)

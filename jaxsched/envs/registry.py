@@ -172,6 +172,8 @@ def deferrable_setup(
     rate: float | None = None,
     max_window: int | None = None,
     max_lead: int | None = None,
+    amplitude: float | None = None,
+    noise: float | None = None,
     w_delay: float = 2.0,
     horizon: int = 48,
     pending_slots: int = 64,
@@ -182,14 +184,21 @@ def deferrable_setup(
 ):
     """OSDEC's deferrable-job cloud: the generator's `preset` (`workloads.deferrable.PRESETS`: default,
     core1-3, duration1-3 of Table 4), `realtime` (§5.3.4: jobs start at submission or never), `episodes`
-    generated episodes of `horizon` steps; `rate` (jobs per step) and the windows' `max_window` /
-    `max_lead` override the preset's; `w_delay` is the delay penalty's weight ω1. `osdec` and
-    `osdec-realtime` are the calibrated presets (`configs/osdec/paper_table1.yaml`, `paper_realtime.yaml`)."""
+    generated episodes of `horizon` steps; `rate` (jobs per step), the windows' `max_window` / `max_lead`
+    and the capacity curve's `amplitude` / `noise` override the preset's; `w_delay` is the delay penalty's
+    weight ω1. `osdec` and `osdec-realtime` are the calibrated presets (`configs/osdec/paper_table1.yaml`,
+    `paper_realtime.yaml`)."""
     from jaxsched.envs.deferrable import DeferrableConfig, DeferrableEnv
     from jaxsched.workloads.deferrable import generate_bank
     from jaxsched.workloads.deferrable import preset as workload_preset
 
-    knobs = {"rate": rate, "max_window": max_window, "max_lead": max_lead}
+    knobs = {
+        "rate": rate,
+        "max_window": max_window,
+        "max_lead": max_lead,
+        "amplitude": amplitude,
+        "noise": noise,
+    }
     over = {"horizon": horizon, "realtime": realtime} | {k: v for k, v in knobs.items() if v is not None}
     wl = workload_preset(preset, **over)
     env = DeferrableEnv(DeferrableConfig(pending_slots, running_slots, defer_negative))
@@ -225,7 +234,14 @@ DAS_LOAD_SCALE = {"small": 1.0, "medium": 2.5, "large": 1.0}
 # The calibrated SCED² and OSDEC presets (configs/sced2/paper_68.yaml, configs/osdec/paper_table1.yaml).
 SCED2_CALIBRATED = {"multi_gpu_weights": (0.3075, 0.2575, 0.2925, 0.1, 0.0425), "max_runtime": 43200.0,
                     "slowdown_scale": 2.75}  # fmt: skip
-OSDEC_CALIBRATED = {"max_window": 1, "max_lead": 4, "w_delay": 0.25}
+OSDEC_CALIBRATED = {
+    "preset": "core2",
+    "rate": 3.0,
+    "max_window": 1,
+    "max_lead": 4,
+    "amplitude": 0.1,
+    "noise": 0.0,
+}
 DBF = "Deep Back-Filling (HPCC'22)"
 DAS = "DAS (KDD'23)"
 SCED2 = "SCED² (Luan et al.)"
