@@ -231,3 +231,47 @@ def test_each_systems_baselines_are_seeds_by_episodes(kind):
         assert res["best_baseline"] is res[best]
         ideal = res["workload"]["avg_ideal"]  # [S, E]: the first bank's is its episodes' mean ideal time
         np.testing.assert_allclose(ideal[0], system.calibration.fingerprint(cfg)[:, :, 2].mean(axis=1))
+
+
+def test_das_param_knob_candidates_in_one_program_equal_one_by_one():
+    """vmap over the candidates of an env-param knob ⇒ the same results as evaluating each alone."""
+    from jaxsched.experiments.config import with_settings
+    from jaxsched.systems import load_run_config
+
+    system, cfg = load_run_config(DISJOINT_SETS["das"][0], DISJOINT_SETS["das"][1])
+    cal = system.calibration
+    values = [1.0, 2.0]
+    batched = cal.baselines_batch(cfg, {"env.load_scale": values, "cluster.kappa_spread": [0.1, 0.0]})
+    for got, load, spread in zip(batched, values, [0.1, 0.0], strict=True):
+        one = cal.baselines(with_settings(cfg, {"env.load_scale": load, "cluster.kappa_spread": spread}))
+        assert set(got) == set(one)
+        for row in one:
+            for metric in one[row]:
+                np.testing.assert_allclose(
+                    got[row][metric], one[row][metric], rtol=1e-5, err_msg=f"{row} {metric}"
+                )
+    assert not np.allclose(
+        batched[0]["fifo_firstfit"]["avg_jct_min"], batched[1]["fifo_firstfit"]["avg_jct_min"]
+    )
+
+
+def test_fit_batches_the_candidates_that_differ_only_in_param_knobs():
+    from jaxsched.systems import load_run_config
+
+    _, cfg = load_run_config("configs/das/quick.yaml")
+    knobs = ("env.load_scale=[0.5, 1.0]", "env.n_slots=[8, 16]")
+    cfg = cfg.replace(calibration=CalibrationSection(setting="s", fit=("fifo.jct",), knobs=knobs))
+    calls = []
+
+    def batch(c, varying):
+        calls.append((c.env.n_slots, tuple(varying["env.load_scale"])))
+        return [results(fifo=100.0 * v * c.env.n_slots / 16) for v in varying["env.load_scale"]]
+
+    toy = Toy()
+    cal = Calibration(numbers=(number("fifo", "jct", 100.0),), held_out=toy.held_out, baselines=toy.baselines,
+                      fingerprint=lambda c: None, param_knobs={"env.load_scale": "load_scale"},
+                      baselines_batch=batch)  # fmt: skip
+    out = fit(cal, cfg, progress=False)
+    assert calls == [(8, (0.5, 1.0)), (16, (0.5, 1.0))]  # one call per static setting, in grid order
+    assert out["best"] == {"env.load_scale": 1.0, "env.n_slots": 16}
+    assert [c["loss"] == 0.0 for c in out["candidates"]] == [False, False, False, True]

@@ -25,7 +25,7 @@ import dataclasses
 import itertools
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -110,6 +110,10 @@ class Calibration:
     # rows `baselines` returns beyond the system's heuristics (e.g. the best of them, or the workload's
     # own statistics), which the paper's numbers may name
     aggregates: tuple[str, ...] = ()
+    # Knobs that are env params (dotted config key → the params field): candidates that differ only in
+    # them run as one vmapped program, `baselines_batch(cfg, {key: [value per candidate]})` -> [Results]
+    param_knobs: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    baselines_batch: Callable[[Any, Mapping[str, Sequence]], list] | None = None
 
 
 PURPOSES = ("test", "calibration")
@@ -329,26 +333,27 @@ def fit(cal: Calibration, cfgs, progress: bool = True) -> dict:
         raise ValueError("calibration.knobs names no knob: --fit has nothing to search")
     tried = []
     with _progress(progress, len(points)) as step:
-        for i, settings in enumerate(points):
-            what = ", ".join(f"{k}={v}" for k, v in settings.items())
-            step(i, f"{what} …" + (" (compiling)" if i == 0 else ""))
+        for group in _param_groups(cal, points):
+            what = "; ".join(", ".join(f"{k}={v}" for k, v in p.items()) for p in group)
+            step(len(tried), f"{what} …" + (" (compiling)" if not tried else ""))
             t0 = time.perf_counter()
-            reports = [
-                compare(cal.numbers, evaluate(cal, with_settings(c, settings), "calibration"), c.calibration)
-                for c in cfgs
-            ]
-            ratios = {
-                (f"{rep['setting']}:" if len(cfgs) > 1 else "") + _key(r["row"], r["metric"]): r["ratio"]
-                for rep in reports
-                for r in rep["rows"]
-                if r["role"] == "calibration"
-            }
-            loss = fit_loss(*reports)
-            tried.append(
-                {"settings": settings, "loss": loss, "ratios": ratios, "wall_s": time.perf_counter() - t0}
-            )
-            shown = ", ".join(f"{k} ×{v:.3f}" for k, v in ratios.items() if v is not None)
-            step(i + 1, f"{what}: RMS log-ratio {loss:.4f} ({shown})")
+            per_cfg = [_evaluate_group(cal, c, group) for c in cfgs]  # [config][candidate] -> Results
+            wall = (time.perf_counter() - t0) / len(group)
+            for j, settings in enumerate(group):
+                reports = [
+                    compare(cal.numbers, res[j], c.calibration) for c, res in zip(cfgs, per_cfg, strict=True)
+                ]
+                ratios = {
+                    (f"{rep['setting']}:" if len(cfgs) > 1 else "") + _key(r["row"], r["metric"]): r["ratio"]
+                    for rep in reports
+                    for r in rep["rows"]
+                    if r["role"] == "calibration"
+                }
+                loss = fit_loss(*reports)
+                tried.append({"settings": settings, "loss": loss, "ratios": ratios, "wall_s": wall})
+                shown = ", ".join(f"{k} ×{v:.3f}" for k, v in ratios.items() if v is not None)
+                text = ", ".join(f"{k}={v}" for k, v in settings.items())
+                step(len(tried), f"{text}: RMS log-ratio {loss:.4f} ({shown})")
     best = min(tried, key=lambda t: t["loss"])
     fitted = [with_settings(c, best["settings"]) for c in cfgs]
     tests = [compare(cal.numbers, evaluate(cal, c, "test"), c.calibration) for c in fitted]
@@ -356,6 +361,29 @@ def fit(cal: Calibration, cfgs, progress: bool = True) -> dict:
     if single:
         out.update(config=fitted[0], test=tests[0])
     return out
+
+
+def _param_groups(cal: Calibration, points: list[dict]) -> list[list[dict]]:
+    """The candidates grouped by their values of the knobs that are not env params (one group per static
+    setting, in grid order); without a batched evaluator every candidate is its own group."""
+    if cal.baselines_batch is None or not cal.param_knobs:
+        return [[p] for p in points]
+    groups: dict[str, list[dict]] = {}
+    for p in points:
+        static = repr({k: v for k, v in p.items() if k not in cal.param_knobs})
+        groups.setdefault(static, []).append(p)
+    return list(groups.values())
+
+
+def _evaluate_group(cal: Calibration, cfg, group: list[dict]) -> list:
+    """Results on `cfg`'s calibration episodes of each candidate of `group` (their static knobs equal):
+    one vmapped program over the param knobs when the system has one, else one evaluation each."""
+    if len(group) == 1 or cal.baselines_batch is None:
+        return [evaluate(cal, with_settings(cfg, p), "calibration") for p in group]
+    static = {k: v for k, v in group[0].items() if k not in cal.param_knobs}
+    base = cal.held_out(with_settings(cfg, static), "calibration")
+    varying = {k: [p[k] for p in group] for k in group[0] if k in cal.param_knobs}
+    return cal.baselines_batch(base, varying)
 
 
 class _progress:

@@ -33,6 +33,31 @@ def baselines(cfg: DASConfig) -> dict:
     return heuristic_rows(cfg)
 
 
+# The knobs that are fields of the env params (`GPUCloudParams`): a fit's candidates that differ only in
+# them run as one vmapped program (`baselines_batch`).
+PARAM_KNOBS = {
+    "env.load_scale": "load_scale",
+    "env.price": "price",
+    "cluster.kappa_net": "kappa_net",
+    "cluster.kappa_cpu": "kappa_cpu",
+    "cluster.kappa_spread": "kappa_spread",
+    "cluster.fluct_std": "fluct_std",
+}
+
+
+def baselines_batch(cfg: DASConfig, varying: dict) -> list[dict]:
+    """`baselines` of `cfg` with each candidate's values of `varying` (`{config key: [values]}`, keys of
+    `PARAM_KNOBS`), as one program vmapped over the candidates."""
+    from jaxsched.policies.gpu_cloud import make_heuristic
+    from jaxsched.systems.das.evaluate import build_for_eval, evaluate_knob_candidates, seed_keys
+
+    env, _, params, starts = build_for_eval(cfg)
+    keys = seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts))
+    policies = {p: make_heuristic(p) for p in cfg.eval.policies}
+    fields = {PARAM_KNOBS[k]: v for k, v in varying.items()}
+    return evaluate_knob_candidates(env, params, fields, policies, starts, keys)
+
+
 def fingerprint(cfg: DASConfig) -> np.ndarray:
     """`[E, jobs, 4]`: each held-out episode's jobs (submit, instances, GPUs, work)."""
     from jaxsched.systems.das.evaluate import build_for_eval
@@ -50,4 +75,6 @@ CALIBRATION = Calibration(
     baselines=baselines,
     fingerprint=fingerprint,
     label=label,
+    param_knobs=PARAM_KNOBS,
+    baselines_batch=baselines_batch,
 )
