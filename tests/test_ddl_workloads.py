@@ -388,3 +388,15 @@ def test_calibration_script_matches_constants(shared_data):
         and abs(res["runtime"]["sigma"] - WORK_LOG_SIGMA) < 1e-4
     )
     assert abs(res["load"]["MEAN_INTERARRIVAL_S"] - MEAN_INTERARRIVAL_S) < 0.1
+
+
+def test_long_banks_stay_inside_int32_seconds_and_the_guard_names_the_limit():
+    """The submission clock is int32 seconds: a bank whose mean span (jobs × mean gap) fits is generated in
+    order and ends near that span; one three times past the limit is refused, naming the sizes."""
+    cfg = PAILikeConfig(mean_interarrival_s=200_000.0, interarrival_shape=0.4)  # bursty, 2.4e8 s on average
+    w = generate_pai_like(jax.random.PRNGKey(3), 1200, cfg)
+    submit = np.asarray(w.submit, np.int64)
+    assert (np.diff(submit) >= 0).all() and submit[0] >= 0
+    assert 0.5 < submit[-1] / (1200 * 200_000.0) < 1.5
+    with pytest.raises(ValueError, match="1000 jobs at mean inter-arrival 1000000.0 s may overflow int32"):
+        generate_pai_like(jax.random.PRNGKey(3), 1000, PAILikeConfig(mean_interarrival_s=1e6))

@@ -578,8 +578,10 @@ def generate_pai_like(key: jax.Array, n_jobs: int = 20_000, cfg: PAILikeConfig |
     cfg = PAILikeConfig() if cfg is None else cfg
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1:
         raise ValueError(f"generate_pai_like: n_jobs must be an int >= 1, got {n_jobs!r}")
-    # The slowest hour stretches time by 1 / min(rate); 3x covers the Poisson spread with a wide margin.
-    span = 3.0 * n_jobs * cfg.mean_interarrival_s / float(cfg.hourly_rate.min()) + 86400.0
+    # A day holds 86,400 rate-weighted seconds whatever its hourly profile, so the last submission is at
+    # most the gaps' sum plus two days (the start hour's offset and the last day's warp); 3x the mean sum
+    # covers the gaps' spread (Poisson or bursty Weibull) with a wide margin.
+    span = 3.0 * n_jobs * cfg.mean_interarrival_s + 2 * 86400.0
     if span > _INT32_MAX:
         raise ValueError(
             f"generate_pai_like: {n_jobs} jobs at mean inter-arrival {cfg.mean_interarrival_s} s may "
