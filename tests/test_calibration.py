@@ -275,3 +275,20 @@ def test_fit_batches_the_candidates_that_differ_only_in_param_knobs():
     assert calls == [(8, (0.5, 1.0)), (16, (0.5, 1.0))]  # one call per static setting, in grid order
     assert out["best"] == {"env.load_scale": 1.0, "env.n_slots": 16}
     assert [c["loss"] == 0.0 for c in out["candidates"]] == [False, False, False, True]
+
+
+def test_a_rows_standard_error_counts_episodes_not_seeds():
+    """The ratio's standard error is over the distinct episodes (seeds averaged first): 2 seeds × 3
+    episodes of 1, 2, 3 → s.e. 1/√3 of the mean 2, over the paper's 2."""
+    numbers = (number("fifo", "jct", 2.0), number("sjf", "jct", 1.0))
+    res = {"fifo": {"jct": np.array([[1.0, 2.0, 3.0]] * 2)}, "sjf": {"jct": np.array([[1.4, 1.5, 1.6]] * 2)}}
+    rep = compare(numbers, res, CalibrationSection(setting="s", tolerance=0.1))
+    fifo, sjf = rep["rows"]
+    assert fifo["ratio"] == pytest.approx(1.0) and fifo["ratio_se"] == pytest.approx(1 / np.sqrt(3) / 2)
+    # sjf ×1.5 ± 0.029: unmatched, and far outside the band by more than sampling explains
+    assert sjf["ratio_se"] == pytest.approx(0.1 / np.sqrt(3)) and not sjf["matched"]
+    assert rep["summary"]["within_noise"] == 0
+    wide = {"fifo": res["fifo"], "sjf": {"jct": np.array([[0.8, 1.2, 1.6]] * 2)}}  # ×1.2 ± 0.23
+    assert (
+        compare(numbers, wide, CalibrationSection(setting="s", tolerance=0.1))["summary"]["within_noise"] == 1
+    )

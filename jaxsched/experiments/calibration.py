@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from jaxsched.experiments.config import with_settings
+from jaxsched.experiments.stats import per_unit
 
 PAPER_COLUMNS = ("source", "setting", "row", "kind", "metric", "value", "unit", "reference", "note")
 # heuristic / planner: a baseline's number, compared here; derived: a baseline number the paper implies
@@ -183,15 +184,27 @@ def compare(numbers, results: Results, section) -> dict:
         raise ValueError(f"calibration.fit names rows with no published baseline number: {sorted(unknown)}")
 
     def ours(row: str, metric: str):
-        """(per-episode values [E], mean) of ours, relative to `ref` when set."""
+        """(mean, std, standard error of the mean over the E distinct episodes) of ours, relative to `ref`
+        when set (the ratio's error by the delta method over the paired episodes)."""
         if row not in results or metric not in results[row]:
             return None
         v = np.asarray(results[row][metric], np.float64)
-        per_episode = v.reshape(-1, v.shape[-1]).mean(axis=0)
+        per_episode = per_unit(v)  # [E]: seeds averaged, an episode is one unit
+        e = len(per_episode)
+
+        def se(x):
+            return float(x.std(ddof=1) / np.sqrt(e)) if e > 1 else float("nan")
+
         if ref is None:
-            return per_episode, float(v.mean()), float(v.std())
+            return float(v.mean()), float(v.std()), se(per_episode)
         r = np.asarray(results[ref][metric], np.float64)
-        return per_episode, float(v.mean() / r.mean()), float(v.std() / abs(r.mean()))
+        ref_episode = per_unit(r)
+        ratio = float(v.mean() / r.mean())
+        return (
+            ratio,
+            float(v.std() / abs(r.mean())),
+            se(per_episode - ratio * ref_episode) / abs(ref_episode.mean()),
+        )
 
     rows = []
     for n in mine:
@@ -230,7 +243,7 @@ def compare(numbers, results: Results, section) -> dict:
         if got is None:
             rows.append({**rec, "paper": paper_value, "role": "not evaluated"})
             continue
-        _, mean, std = got
+        mean, std, se = got
         ratio = mean / paper_value if paper_value != 0 else float("nan")
         trivially = ref is not None and n.row == ref  # 1 / 1
         rows.append(
@@ -240,6 +253,7 @@ def compare(numbers, results: Results, section) -> dict:
                 "ours": mean,
                 "ours_std": std,
                 "ratio": ratio,
+                "ratio_se": se / abs(paper_value) if paper_value != 0 else float("nan"),
                 "matched": bool(abs(ratio - 1.0) <= section.tolerance),
                 "role": "reference" if trivially else ("calibration" if key in fit else "validation"),
             }
@@ -253,6 +267,11 @@ def compare(numbers, results: Results, section) -> dict:
         "validation": sum(r["role"] == "validation" for r in compared),
         "rankings": len(ranking),
         "rankings_held": sum(c["holds"] for c in ranking),
+        # rows whose ratio is within 2 standard errors of the tolerance band: unmatched by sampling alone
+        "within_noise": sum(
+            bool(not r["matched"] and abs(r["ratio"] - 1.0) - section.tolerance <= 2 * r["ratio_se"])
+            for r in compared
+        ),
         "tolerance": section.tolerance,
         "relative_to": ref,
     }
@@ -437,12 +456,14 @@ def report_lines(report: dict, label: Callable[[str], str] = str, title: str = "
     out = [title] if title else []
     within = f"within ±{100 * s['tolerance']:g} %"
     out += [
-        f"| row | metric | source | role | paper | ours (± std) | ours ÷ paper | {within} |",
+        f"| row | metric | source | role | paper | ours (± std) | ours ÷ paper (± s.e.) | {within} |",
         "|---|---|---|---|---:|---:|---:|:---:|",
     ]
     for r in report["rows"]:
         ours = "—" if r["ours"] is None else f"{_num(r['ours'])} ± {_num(r['ours_std'], 2)}"
         ratio = "—" if r["ratio"] is None else f"×{r['ratio']:.3f}"
+        if r.get("ratio_se") is not None and r["role"] != "reference":
+            ratio += f" ± {r['ratio_se']:.3f}"
         ok = "" if r["matched"] is None else ("yes" if r["matched"] else "**no**")
         role = r["role"] + (
             f" (vs {label(r['reference'])})" if r["role"] == "relation" and r["reference"] else ""
@@ -455,7 +476,9 @@ def report_lines(report: dict, label: Callable[[str], str] = str, title: str = "
         "",
         f"Matched: {s['matched']} of {s['compared']} compared baseline rows{rel} "
         f"({s['validation_matched']} of {s['validation']} validation rows); the paper's ranking holds for "
-        f"{s['rankings_held']} of {s['rankings']} pairs whose paper gap exceeds {100 * RANK_GAP:g} %.",
+        f"{s['rankings_held']} of {s['rankings']} pairs whose paper gap exceeds {100 * RANK_GAP:g} %. "
+        f"Unmatched rows within two standard errors of the band (sampling alone could explain them): "
+        f"{s['within_noise']}.",
     ]
     broken = [c for c in report["ranking"] if not c["holds"]]
     if broken:
