@@ -15,7 +15,7 @@ BUGS = [
     ("K3", CAL, 'holds = (a["paper"] > b["paper"]) == (a["ours"] > b["ours"])', 'holds = (a["paper"] > b["paper"]) != (a["ours"] > b["ours"])', T_CAL),
     ("K4", CAL, "return math.sqrt(sum(x * x for x in logs) / len(rows))", "return math.sqrt(sum(x * x for x in logs))", T_CAL),
     ("K5", CAL, 'best = min(tried, key=lambda t: t["loss"])', 'best = max(tried, key=lambda t: t["loss"])', T_CAL),
-    ("K6", CAL, "per_episode = v.reshape(-1, v.shape[-1]).mean(axis=0)\n        if ref is None:\n            return per_episode, float(v.mean()), float(v.std())", "per_episode = v.reshape(-1, v.shape[-1]).mean(axis=0)\n        if ref is None:\n            return per_episode, float(v.mean()), float(v.std())\n        if ref == row:\n            return per_episode, float(v.mean()), float(v.std())", T_CAL),
+    ("K6", CAL, "per_episode = per_unit(v)  # [E]", "per_episode = np.ravel(v)  # [E]", T_CAL),
     ("K7", STATS, "return v.reshape(-1, v.shape[-1]).mean(axis=0)", "return v.reshape(-1, v.shape[-1]).mean(axis=1)", T_CLAIMS),
     ("K8", STATS, "if n < 2 or np.all(v == v[0]):", "if n < 2 or np.any(v == v[0]):", T_CLAIMS),
     ("K9", CLAIMS, 'and abs(claim["relative"]) < SIZE_SHARE * abs(paper_relative)', 'and abs(claim["relative"]) > SIZE_SHARE * abs(paper_relative)', T_CLAIMS),
