@@ -51,8 +51,7 @@ from jaxsched.experiments.throughput import (
     default_hpc_setup,
     env_throughput,
     platform_info,
-    random_dag_action,
-    random_gpu_cloud_action,
+    random_action,
 )
 
 ENVS = ("hpc", "gpu_cloud", "gpu_locality", "gpu_locality_auto", "dag", "deferrable")
@@ -126,13 +125,13 @@ def main() -> None:
             mfe = a.max_forward_events
             setup = functools.partial(default_gpu_cloud_setup, a.cluster, max_forward_events=mfe)
             warmup = 1024 if a.warmup is None else a.warmup
-            act = random_gpu_cloud_action
+            act = random_action(setup()[0])
             records += env_throughput(batches, a.steps, a.repeats, None, setup, act, warmup)
         elif name == "dag":
             cap = None if a.dag_max_events == "None" else int(a.dag_max_events)
             setup = functools.partial(jaxsched.make, "dag", max_events=cap)
             warmup = 256 if a.warmup is None else a.warmup
-            act = random_dag_action(setup()[0])
+            act = random_action(setup()[0])
             new = env_throughput(batches, a.steps, a.repeats, None, setup, act, warmup)
             records += [r | {"max_events": cap} for r in new]
         elif name == "deferrable":

@@ -33,7 +33,7 @@ from jaxsched.experiments.report import write_json
 from jaxsched.experiments.throughput import (
     default_hpc_setup,
     platform_info,
-    random_dag_action,
+    random_action,
     random_rollout,
     random_valid_action,
 )
@@ -49,7 +49,7 @@ def setup(name: str, dag_max_events: int | None):
         return env, params, random_valid_action
     if name == "dag":
         env, params = jaxsched.make("dag", max_events=dag_max_events)
-        return env, params, random_dag_action(env)
+        return env, params, random_action(env)
     raise ValueError(f"--env: unknown {name!r}; choose hpc or dag")
 
 

@@ -1,4 +1,4 @@
-"""The environment contract (DESIGN.md), one suite for every env: a new env adds a `Case` to `CASES` and
+"""The environment contract (`core/env.py`), one suite for every env: a new env adds a `Case` to `CASES` and
 passes these, besides its own differential tests against a plain-Python reference simulator.
 
 Checked per env, on auto-reset rollouts of its `random` heuristic (`policies.make_heuristic`):
@@ -7,7 +7,8 @@ Checked per env, on auto-reset rollouts of its `random` heuristic (`policies.mak
 - observations and actions lie in the env's spaces, and every float the env returns is finite;
 - auto-reset: at a step that ends an episode, the returned observation and state are exactly
   `env.reset(split(key)[1], params)`'s, and `info["final_observation"]` is not that fresh observation;
-- a bad static config is a `ValueError` naming the field.
+- a bad static config is a `ValueError` naming the field;
+- `Env()` opens on its embedded default workload (`default_params`), as a gymnax env does.
 """
 
 from __future__ import annotations
@@ -24,8 +25,18 @@ import numpy as np
 import pytest
 
 import jaxsched
-from jaxsched.envs import GPUCloudConfig, GPULocalityConfig, HPCConfig
-from jaxsched.envs.deferrable import DeferrableConfig
+from jaxsched.envs import (
+    DAGConfig,
+    DAGEnv,
+    DeferrableConfig,
+    DeferrableEnv,
+    GPUCloudConfig,
+    GPUCloudEnv,
+    GPULocalityConfig,
+    GPULocalityEnv,
+    HPCConfig,
+    HPCEnv,
+)
 from jaxsched.policies import make_heuristic
 
 N_ENVS, N_STEPS = 3, 60
@@ -34,7 +45,7 @@ N_ENVS, N_STEPS = 3, 60
 @dataclass(frozen=True)
 class Case:
     make: Callable[[int], tuple[Any, Any]]  # seed -> (env, params) of the same shapes for every seed
-    vec: Callable[[Any], Any]  # the observation's array that `observation_space` describes
+    vec: Callable[[Any], Any]  # the part of the observation `observation_space` describes (array or pytree)
     bad_config: Callable[[], Any]  # builds an invalid static config
     bad_field: str  # the field its error must name
 
@@ -58,6 +69,13 @@ CASES = {
         lambda obs: obs.vec,
         lambda: GPULocalityConfig(window=0),
         "window",
+    ),
+    "dag": Case(
+        lambda seed: jaxsched.make("dag-quick", n_executors=3, max_slots=4, episodes=3, episode_jobs=4,
+                                   seed=seed),  # fmt: skip
+        lambda obs: obs,  # every field: the space is a DAGObs of spaces
+        lambda: DAGConfig(max_slots=0),
+        "max_slots",
     ),
     "deferrable": Case(
         lambda seed: jaxsched.make("osdec-quick", horizon=12, episodes=3, seed=seed),
@@ -147,7 +165,7 @@ def test_spaces_hold_and_everything_is_finite(name):
     obs_space, act_space = env.observation_space(params), env.action_space(params)
     vec = CASES[name].vec(out["obs"])  # [B, T, ...]
     flat = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), (vec, out["action"]))
-    inside = jax.vmap(lambda v, a: (obs_space.contains(v), _contains(act_space, a)))(*flat)
+    inside = jax.vmap(lambda v, a: (_contains(obs_space, v), _contains(act_space, a)))(*flat)
     assert np.asarray(inside[0]).all() and np.asarray(inside[1]).all()
     for leaf in jax.tree.leaves((out["obs"], out["reward"], out["state"], out["final_observation"])):
         leaf = np.asarray(leaf)
@@ -155,12 +173,18 @@ def test_spaces_hold_and_everything_is_finite(name):
             assert np.isfinite(leaf).all()
 
 
-def _contains(space, action):
-    """`space.contains(action)` for a space or a pytree of spaces (the GPU cloud's action)."""
+def _contains(space, x):
+    """`space.contains(x)` for a space or a pytree of spaces (the GPU cloud's action, the DAG env's
+    observation)."""
     if hasattr(space, "contains"):
-        return space.contains(action)
-    parts = jax.tree.map(lambda s, a: s.contains(a), space, action, is_leaf=lambda s: hasattr(s, "contains"))
+        return space.contains(x)
+    parts = jax.tree.map(lambda s, a: s.contains(a), space, x, is_leaf=lambda s: hasattr(s, "contains"))
     return jnp.all(jnp.stack(jax.tree.leaves(parts)))
+
+
+def _same(a, b) -> bool:
+    """Two arrays or pytrees of arrays hold the same values."""
+    return all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -175,10 +199,26 @@ def test_auto_reset_returns_exactly_a_fresh_reset(name):
         chex.assert_trees_all_equal(_at(out["obs"], b, t), jax.device_get(fresh_obs))
         chex.assert_trees_all_equal(_at(out["state"], b, t), jax.device_get(fresh_state))
         final = CASES[name].vec(_at(out["final_observation"], b, t))
-        assert not np.array_equal(final, CASES[name].vec(jax.device_get(fresh_obs)))
+        assert not _same(final, CASES[name].vec(jax.device_get(fresh_obs)))
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_a_bad_static_config_names_the_field(name):
     with pytest.raises(ValueError, match=CASES[name].bad_field):
         CASES[name].bad_config()
+
+
+
+ENV_CLASSES = {"hpc": HPCEnv, "gpu_cloud": GPUCloudEnv, "gpu_locality": GPULocalityEnv, "dag": DAGEnv,
+               "deferrable": DeferrableEnv}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_every_env_opens_on_its_embedded_default(name):
+    """gymnax's contract: `Env()` with no config and no params resets on a small generated workload
+    (built once per env object), and its observation lies in `observation_space(default_params)`."""
+    env = ENV_CLASSES[name]()
+    params = env.default_params()
+    assert env.default_params() is params
+    obs, _ = env.reset(jax.random.key(0))  # params=None: the defaults
+    assert bool(_contains(env.observation_space(params), CASES[name].vec(obs)))

@@ -65,3 +65,26 @@ def test_the_shared_experiment_layer_names_and_imports_no_system():
     for path in (PACKAGE / "experiments").rglob("*.py"):
         assert not any(k in path.stem for k in kinds), f"experiments/{path.name} is named after a system"
         assert not [m for m in package_imports(path) if layer(m) == "systems"], path.name
+        # no env, policy, network or workload module by name: the shared layer reaches them through the
+        # front door (`envs.registry.make`) and the tables keyed by env (`policies.make_heuristic`)
+        by_name = [m for m in package_imports(path)
+                   if layer(m) in ("envs", "policies", "nn", "workloads")
+                   and m not in ("jaxsched.envs", "jaxsched.envs.registry", "jaxsched.policies")]  # fmt: skip
+        assert not by_name, f"experiments/{path.name} imports {by_name}"
+
+
+def test_a_system_imports_neither_the_registry_nor_another_system():
+    """Only the CLI knows which systems exist (`jaxsched.systems`); a system reaches the shared layer
+    beneath it, never a sibling."""
+    wrong = []
+    for path in (PACKAGE / "systems").rglob("*.py"):
+        rel = path.relative_to(PACKAGE / "systems")
+        if len(rel.parts) < 2:
+            continue  # the registry itself
+        own = f"jaxsched.systems.{rel.parts[0]}"
+        for module in package_imports(path):
+            registry = module == "jaxsched.systems"
+            sibling = module.startswith("jaxsched.systems.") and not (module + ".").startswith(own + ".")
+            if registry or sibling:
+                wrong.append(f"systems/{rel} imports {module}")
+    assert not wrong, "\n".join(wrong)

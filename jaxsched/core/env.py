@@ -1,4 +1,5 @@
-"""The environment contract every jaxsched simulator keeps (DESIGN.md, "The environment contract").
+"""The environment contract every jaxsched simulator keeps (`tests/test_env_contract.py` checks it on
+every env).
 
 gymnax-1.0-style and functional:
 
@@ -36,7 +37,15 @@ class Environment(Generic[State, Params]):
 
     # ---- what a simulator implements -------------------------------------------------------------
     def default_params(self) -> Params:
-        raise NotImplementedError
+        """Params over the env's small embedded workload (gymnax's `default_params`): `embedded_params`,
+        built once per env object, generated, never downloaded."""
+        if self.__dict__.get("_default_params") is None:
+            self.__dict__["_default_params"] = self.embedded_params()
+        return self.__dict__["_default_params"]
+
+    def embedded_params(self) -> Params:
+        """Build the default params (what `default_params` caches)."""
+        raise NotImplementedError(f"{type(self).__name__} has no embedded workload: pass params")
 
     def reset_env(self, key: jax.Array, params: Params) -> tuple[Any, State]:
         raise NotImplementedError

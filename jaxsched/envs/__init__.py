@@ -1,5 +1,16 @@
-"""One module per simulated system, and the registry of named environments (`make`, `registered`)."""
+"""One module per simulated system, and the registry of named environments (`make`, `registered`). Every
+env is exported here with its config, params, state, observation and (where it is not an int) action
+types."""
 
+from jaxsched.envs.dag import DAGEnv
+from jaxsched.envs.dag_params import DAGConfig, DAGObs, DAGParams, DAGState
+from jaxsched.envs.deferrable import (
+    DeferrableConfig,
+    DeferrableEnv,
+    DeferrableObs,
+    DeferrableParams,
+    DeferrableState,
+)
 from jaxsched.envs.gpu_cloud import (
     GPUCloudAction,
     GPUCloudConfig,
@@ -14,6 +25,16 @@ from jaxsched.envs.hpc import HPCConfig, HPCEnv, HPCObs, HPCParams, HPCState
 from jaxsched.envs.registry import EnvSpec, make, registered
 
 __all__ = [
+    "DAGConfig",
+    "DAGEnv",
+    "DAGObs",
+    "DAGParams",
+    "DAGState",
+    "DeferrableConfig",
+    "DeferrableEnv",
+    "DeferrableObs",
+    "DeferrableParams",
+    "DeferrableState",
     "EnvSpec",
     "GPUCloudAction",
     "GPUCloudConfig",

@@ -43,7 +43,7 @@ import jax.numpy as jnp
 
 from jaxsched.core.env import Environment
 from jaxsched.core.queue import first_after
-from jaxsched.core.spaces import MultiDiscrete
+from jaxsched.core.spaces import Box, MultiDiscrete
 from jaxsched.envs.dag_params import (
     INF_MS,
     DAGConfig,
@@ -108,8 +108,13 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         """`dag_params.make_params` for this env's config."""
         return make_params(self.config, bank, **kwargs)
 
-    def default_params(self) -> DAGParams:
-        raise ValueError("DAGEnv needs a workload: env.make_params(bank, ...) (jaxsched.workloads.dag_gen)")
+    def embedded_params(self) -> DAGParams:
+        """The embedded default: 8 generated TPC-H-like episodes (seed 0) of 50 streaming jobs, Decima's
+        moving and warm-up delays."""
+        from jaxsched.workloads.dag_gen import tpch_like_bank
+
+        bank = tpch_like_bank(8, 50, seed=0, max_stages=self.config.max_stages)
+        return self.make_params(bank, moving_delay=2000, warmup_delay=1000)
 
     # ---- template gathers ------------------------------------------------------------------------
     def _stage_arrays(self, state: DAGState, params: DAGParams):
@@ -639,8 +644,39 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         """`bool[J·S]`: the runnable stages (the limit and idle masks are `limit_min`, `idle_ok`)."""
         return self._runnable(state, params).reshape(-1) & jnp.any(state.ex_state == 0)
 
-    def observation_space(self, params: DAGParams):
-        raise NotImplementedError("DAGObs is a structured pytree; see its docstring for shapes")
+    def observation_space(self, params: DAGParams) -> DAGObs:
+        """A `DAGObs` of spaces, one per field with its shape, dtype and bounds (a pytree of spaces, as the
+        GPU cloud's action space): `jax.tree.map(lambda sp, x: sp.contains(x), space, obs)` checks one."""
+        cfg = self.config
+        j, s, k = cfg.max_slots, cfg.max_stages, cfg.n_executors
+        big, i32, f32, b = 2**31 - 1, jnp.int32, jnp.float32, jnp.bool_
+
+        def box(low, shape, dtype=i32, high=big):
+            return Box(low, high, shape, dtype)
+
+        return DAGObs(
+            counts=box(0, (j, s)),  # packed counters: 31 bits, never negative (StageCounts)
+            hold_until=box(0, (j, s)),
+            stage_duration=box(0, (j, s)),
+            stage_parents=box(0, (j, s)),  # bitmask over < 31 stages
+            stage_height=box(0, (j, s)),
+            stage_bottom=box(0.0, (j, s), f32, jnp.inf),
+            stage_bits=box(0, (j,)),
+            job_valid=box(0, (j,), b, 1),
+            job_order=box(-1, (j,)),
+            arrival=box(0, (j,)),
+            bound=box(0, (j,), high=k),
+            work=box(0.0, (j,), f32, jnp.inf),
+            crit=box(0.0, (j,), f32, jnp.inf),
+            width=box(0.0, (j,), f32, jnp.inf),
+            stage_mask=box(0, (j * s,), b, 1),
+            idle_ok=box(0, (j * s,), b, 1),
+            limit_min=box(1, (j,), high=k + 1),
+            n_idle=box(0, (), high=k),
+            n_waiting=box(0, ()),
+            t=box(0, ()),
+            n_executors=k,
+        )
 
     def action_space(self, params: DAGParams) -> MultiDiscrete:
         cfg = self.config

@@ -171,6 +171,15 @@ class DeferrableEnv(Environment[DeferrableState, DeferrableParams]):
         self.config = config
 
     # ---- params -----------------------------------------------------------------------------------
+    def embedded_params(self) -> DeferrableParams:
+        """The embedded default: 8 generated episodes (seed 0) of the generator's default preset, 48 steps
+        each (`jaxsched.make("osdec")` has the calibrated preset)."""
+        from jaxsched.workloads.deferrable import generate_bank
+        from jaxsched.workloads.deferrable import preset as workload_preset
+
+        wl = workload_preset("default", horizon=48)
+        return self.make_params(generate_bank(wl, 8, 0), day=wl.day)
+
     def make_params(
         self,
         bank: DeferrableBank,

@@ -254,16 +254,14 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
         return jnp.where(q_len <= n, jnp.where(everything < q_len, everything, -1), picked).astype(jnp.int32)
 
     # ---- contract ----------------------------------------------------------------------------------
-    def default_params(self) -> GPUCloudParams:
+    def embedded_params(self) -> GPUCloudParams:
         """The embedded default: 2,000 generated PAI-like jobs (seed 0), episodes of 1,000, calibrated
-        heterogeneity (built once per env object)."""
-        if getattr(self, "_default_params", None) is None:
-            from jaxsched.workloads.ddl import generate_pai_like
+        heterogeneity."""
+        from jaxsched.workloads.ddl import generate_pai_like
 
-            bank = generate_pai_like(jax.random.key(0), 2000)
-            perf = heterogeneous_perf(jax.random.key(0), self.config.n_machines)
-            self._default_params = self.make_params(bank, episode_jobs=1000, perf=perf)
-        return self._default_params
+        bank = generate_pai_like(jax.random.key(0), 2000)
+        perf = heterogeneous_perf(jax.random.key(0), self.config.n_machines)
+        return self.make_params(bank, episode_jobs=1000, perf=perf)
 
     def reset_env(self, key: jax.Array, params: GPUCloudParams):
         """Empty cluster; the episode's first job has arrived at t = 0 (the forward loop of the spec

@@ -68,8 +68,13 @@ class GPULocalityEnv(Environment[GPULocalityState, GPULocalityParams]):
         """`gpu_locality_params.make_params` for this env's config."""
         return make_params(self.config, bank, **kwargs)
 
-    def default_params(self) -> GPULocalityParams:
-        raise ValueError("GPULocalityEnv needs a workload: env.make_params(bank, ...) (jaxsched.workloads)")
+    def embedded_params(self) -> GPULocalityParams:
+        """The embedded default: 8 generated Philly-like episodes (seed 0) of 200 jobs, the default
+        locality slowdowns (`jaxsched.make("sced2")` has the calibrated preset)."""
+        from jaxsched.workloads.philly import PhillyConfig, generate_dlt_bank
+
+        bank, starts, ends = generate_dlt_bank(jax.random.key(0), PhillyConfig(), 8, 200)
+        return self.make_params(bank, starts=starts, ends=ends)
 
     @property
     def phi(self) -> int:

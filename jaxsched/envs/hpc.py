@@ -227,8 +227,14 @@ class HPCEnv(Environment[HPCState, HPCParams]):
             wait_norm=jnp.float32(wait_norm),
         )
 
-    def default_params(self) -> HPCParams:
-        raise ValueError("HPCEnv needs a workload: env.make_params(bank, ...) (see jaxsched.workloads)")
+    def embedded_params(self) -> HPCParams:
+        """The embedded default: 8 generated Lublin–Feitelson episodes (seed 0) of 2 × 256 jobs for this
+        machine's cores, 256-job episodes (`jaxsched.make("dbf")` has the paper's sizes)."""
+        from jaxsched.workloads.lublin import LublinConfig, generate_bank
+
+        lublin = LublinConfig(n_nodes=self.config.n_cores, whole_sample=True)
+        bank, starts, ends = generate_bank(jax.random.key(0), lublin, 8, 512)
+        return self.make_params(bank, starts=starts, ends=ends, episode_jobs=256)
 
     # ---- reset / step ---------------------------------------------------------------------------
     def reset_env(self, key: jax.Array, params: HPCParams) -> tuple[HPCObs, HPCState]:

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 import jax
 import numpy as np
 
-# Machines per cluster size in the DAS paper (§5.1.3: Small / Medium / Large; 8 V100 GPUs per machine).
-CLUSTER_SIZES = {"small": 8, "medium": 16, "large": 32}
+from jaxsched.workloads.ddl import CLUSTER_SIZES
 
 
 def hpc_setup(

@@ -83,3 +83,27 @@ def evaluate_policies(
     fn = jax.jit(jax.vmap(jax.vmap(one, in_axes=(None, 0, axis)), in_axes=(0, None, None)))
     out = fn(jnp.arange(len(names)), keys, windows)
     return {n: {k: np.asarray(v[i]) for k, v in out.items()} for i, n in enumerate(names)}
+
+
+def load_evaluated(path, system):
+    """`(config, {policy: {metric: {...}}})` of a trained and evaluated config of `system` (an
+    `experiments.system.System`; what its `jaxsched table` reads): the run's eval.json (`jaxsched eval
+    CONFIG --checkpoint RUN`), completed by each learner's own `<run dir>/<learner>/eval.json` for a policy
+    missing there. A config of another kind is a `ValueError` naming its `kind:`."""
+    import json
+
+    from jaxsched.experiments.config import load_config
+    from jaxsched.experiments.train import EVAL_FILE
+
+    cfg = load_config(path, {system.kind: system.config})
+    results: dict = {}
+    for eval_path in [cfg.run_dir / EVAL_FILE] + [d / EVAL_FILE for d in system.run_dirs(cfg).values()]:
+        if eval_path.is_file():
+            for policy, entry in json.loads(eval_path.read_text()).items():
+                results.setdefault(policy, entry)
+    if not results:
+        raise FileNotFoundError(
+            f"{path}: no {cfg.run_dir / EVAL_FILE}; run `jaxsched train {path}` then "
+            f"`jaxsched eval {path} --checkpoint {cfg.run_dir}` first"
+        )
+    return cfg, results

@@ -16,7 +16,7 @@ import time
 import jax
 import jax.numpy as jnp
 
-from jaxsched.envs.registry import gpu_cloud_setup, hpc_setup
+from jaxsched.envs.registry import make
 
 
 def default_hpc_setup(
@@ -28,8 +28,9 @@ def default_hpc_setup(
     seed: int = 0,
 ):
     """The DBF env (9 + 1 split window) over a generated Lublin bank: what the benchmark runs
-    (`envs.registry.hpc_setup`, i.e. `jaxsched.make("dbf")`)."""
-    return hpc_setup(n_cores, head + tail, tail, episode_jobs=episode_jobs, episodes=n_episodes, seed=seed)
+    (`jaxsched.make("dbf")`)."""
+    return make("dbf", n_cores=n_cores, window=head + tail, tail=tail, episode_jobs=episode_jobs,
+                episodes=n_episodes, seed=seed)  # fmt: skip
 
 
 def default_gpu_cloud_setup(
@@ -40,9 +41,10 @@ def default_gpu_cloud_setup(
     max_forward_events=None,
 ):
     """The DAS env (paper defaults: 16 visible jobs, 64-job pending list) on a cluster of `size` over a
-    generated PAI-like bank: what the GPU-cloud benchmark runs (`jaxsched.make(f"das-{size}")`)."""
-    return gpu_cloud_setup(size, n_jobs=n_jobs, episode_jobs=episode_jobs, seed=seed,
-                           max_forward_events=max_forward_events)  # fmt: skip
+    generated PAI-like bank with the generator's own defaults, not the calibrated presets' (`das-quick`'s
+    spec at these sizes): what the GPU-cloud benchmark runs, as it did before calibration."""
+    return make("das-quick", size=size, n_jobs=n_jobs, episode_jobs=episode_jobs, seed=seed,
+                max_forward_events=max_forward_events)  # fmt: skip
 
 
 def random_valid_action(key, obs):
@@ -50,17 +52,10 @@ def random_valid_action(key, obs):
     return jax.random.categorical(key, jnp.where(obs.mask, 0.0, -jnp.inf))
 
 
-def random_gpu_cloud_action(key, obs):
-    """GPU cloud: standard-normal priorities and affinities (a uniformly random order and ranking)."""
-    from jaxsched.policies.gpu_cloud import random_policy
-
-    return random_policy(None, obs, key)
-
-
-def random_dag_action(env):
-    """DAG: `action_fn(key, obs)` of `env`'s random valid policy (a runnable stage, a limit, an idle slot;
-    `policies.dag`)."""
-    from jaxsched.policies.dag import make_heuristic
+def random_action(env):
+    """`action_fn(key, obs)` of `env`'s `random` heuristic (`policies.make_heuristic`): GPU cloud,
+    standard-normal priorities and affinities; DAG, a runnable stage, a limit and an idle slot; …"""
+    from jaxsched.policies import make_heuristic
 
     policy = make_heuristic(env, "random")
     return lambda key, obs: policy(None, obs, key)

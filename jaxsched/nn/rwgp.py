@@ -1,5 +1,7 @@
 """The Random Walk Gaussian Process (RWGP) placement head of the Dual-Agent Scheduler (Xing et al., KDD'23,
-§4.2), as specified in `RWGP.md`. One observation at a time; batch with `jax.vmap`.
+§4.2), as the project's design note `RWGP.md` specifies it (the steps below; "RWGP.md step n" and
+"§n" in this package refer to that note, kept beside the papers, not shipped). One observation at a time;
+batch with `jax.vmap`.
 
 Pipeline (N job slots, M machines, embedding size e, history length τ):
   1. machine embeddings `Sᶜ = relu(Oᶜ W₂ + b₂)` (shared by current and history observations);

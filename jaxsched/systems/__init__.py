@@ -33,26 +33,3 @@ def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (
     cfg = load_config(path, {k: s.config for k, s in known.items()}, overrides)
     return known[cfg.kind], cfg
 
-
-def load_evaluated(path: str | Path, kind: str):
-    """`(config, {policy: {metric: {...}}})` of a trained and evaluated config of system `kind` (what a
-    `jaxsched table KIND` reads): the run's eval.json (`jaxsched eval CONFIG --checkpoint RUN`), completed
-    by each learner's own `<run dir>/<learner>/eval.json` for a policy missing there."""
-    import json
-
-    from jaxsched.experiments.train import EVAL_FILE
-
-    system, cfg = load_run_config(path)
-    if system.kind != kind:
-        raise ValueError(f"{path}: kind {system.kind!r}; `table {kind}` reads {kind} configs")
-    results: dict = {}
-    for eval_path in [cfg.run_dir / EVAL_FILE] + [d / EVAL_FILE for d in system.run_dirs(cfg).values()]:
-        if eval_path.is_file():
-            for policy, entry in json.loads(eval_path.read_text()).items():
-                results.setdefault(policy, entry)
-    if not results:
-        raise FileNotFoundError(
-            f"{path}: no {cfg.run_dir / EVAL_FILE}; run `jaxsched train {path}` then "
-            f"`jaxsched eval {path} --checkpoint {cfg.run_dir}` first"
-        )
-    return cfg, results

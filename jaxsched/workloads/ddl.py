@@ -41,6 +41,7 @@ __all__ = [
     "PERF_CV",
     "SIZE_TABLE",
     "V100_MACHINE",
+    "CLUSTER_SIZES",
     "WORK_LOG_MU",
     "WORK_LOG_SIGMA",
     "DDLWorkload",
@@ -94,6 +95,9 @@ FLUCT_STD: float = 0.042
 #: The most common V100 machine of `pai_machine_spec.csv`: 8 GPUs, 96 cores, 384 GB (135 V100M32 and 45
 #: V100 machines; 59 V100 machines have 512 GB), in the env's units.
 V100_MACHINE: dict = dict(gpu=800, cpu=9600, mem=384 * 1024)
+
+#: Machines (of 8 V100 GPUs) per cluster size in the DAS paper (§5.1.3: Small / Medium / Large).
+CLUSTER_SIZES: dict = {"small": 8, "medium": 16, "large": 32}
 
 #: Log-normal of the work (s): mean and std of log run time over the Philly task run times in
 #: [60 s, 7 days] (`philly_runtime.csv`, 75,226 of 83,154 tasks).

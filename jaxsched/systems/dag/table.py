@@ -44,7 +44,7 @@ from jaxsched.experiments.plots import plot_cdf_panels, plot_line_panels
 from jaxsched.experiments.report import DASH, machine_line, mean_std
 from jaxsched.experiments.system import PaperTable
 from jaxsched.experiments.train import CHECKPOINT_DIR
-from jaxsched.systems.dag.config import KIND, DAGSystemConfig, build_dag, build_params, make_env
+from jaxsched.systems.dag.config import DAGSystemConfig, build_dag, build_params, make_env
 from jaxsched.systems.dag.evaluate import (
     LEARNER_LABELS,
     best_baseline,
@@ -81,9 +81,10 @@ QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
 
 
 def _load(path) -> tuple[DAGSystemConfig, dict]:
-    from jaxsched.systems import load_evaluated
+    from jaxsched.experiments.evaluate import load_evaluated
+    from jaxsched.systems.dag import SYSTEM
 
-    return load_evaluated(path, KIND)
+    return load_evaluated(path, SYSTEM)
 
 
 def _mean_std(entry: dict) -> dict:

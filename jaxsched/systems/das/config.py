@@ -34,10 +34,10 @@ from typing import ClassVar
 
 from jaxsched.agents.das import PRESETS, DASAgentConfig
 from jaxsched.agents.mappo import MAPPOConfig
-from jaxsched.envs.registry import CLUSTER_SIZES  # paper §5.1.3: 8 GPUs per machine
 from jaxsched.experiments.config import ExperimentConfig, config_from_dict, load_config
 from jaxsched.experiments.select import SELECT
 from jaxsched.policies.gpu_cloud import HEURISTICS, LABELS
+from jaxsched.workloads.ddl import CLUSTER_SIZES  # paper §5.1.3: 8 GPUs per machine
 
 KIND = "das"
 SOURCES = ("pai_like", "pai")

@@ -37,7 +37,7 @@ from jaxsched.experiments.report import DASH, machine_line, mean_std
 from jaxsched.experiments.system import PaperTable
 from jaxsched.experiments.train import CHECKPOINT_DIR
 from jaxsched.policies.deferrable import make_heuristic
-from jaxsched.systems.osdec.config import KIND, OSDECConfig, build_osdec
+from jaxsched.systems.osdec.config import OSDECConfig, build_osdec
 from jaxsched.systems.osdec.evaluate import HEADLINE, episode_keys, load_policy_params, pinned
 from jaxsched.systems.osdec.train import ppo_for, run_dir_of
 
@@ -283,9 +283,10 @@ def episode_figure(cfg: OSDECConfig, episode: int, out: Path) -> tuple[list[str]
 # ---- the command ----------------------------------------------------------------------------------------
 def osdec_table(config_paths, out_dir, episode: int = 0) -> str:
     """Tables 1, 2, 4 and the episode figure (module docstring) into `out_dir`; returns table.md's text."""
-    from jaxsched.systems import load_evaluated
+    from jaxsched.experiments.evaluate import load_evaluated
+    from jaxsched.systems.osdec import SYSTEM
 
-    configs = [load_evaluated(p, KIND) for p in config_paths]
+    configs = [load_evaluated(p, SYSTEM) for p in config_paths]
     if not configs:
         raise ValueError("table osdec: give at least one config")
     out = Path(out_dir)

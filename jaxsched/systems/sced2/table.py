@@ -71,9 +71,10 @@ FIG7_METRICS = (
 
 def _load(path) -> tuple[SCED2Config, dict]:
     """A config and `{policy: {metric: {...}}}` of its learners and baselines (from their eval.json)."""
-    from jaxsched.systems import load_evaluated
+    from jaxsched.experiments.evaluate import load_evaluated
+    from jaxsched.systems.sced2 import SYSTEM
 
-    return load_evaluated(path, "sced2")
+    return load_evaluated(path, SYSTEM)
 
 
 def _ms(entry: dict) -> tuple[float, float]:
