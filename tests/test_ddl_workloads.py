@@ -29,7 +29,9 @@ from jaxsched.workloads.ddl import (
     fits_empty_cluster,
     generate_pai_like,
     make_ddl_workload,
+    pai_like_config,
     scale_load,
+    tilted_sizes,
     train_test_split,
     validate_ddl_workload,
 )
@@ -400,3 +402,26 @@ def test_long_banks_stay_inside_int32_seconds_and_the_guard_names_the_limit():
     assert 0.5 < submit[-1] / (1200 * 200_000.0) < 1.5
     with pytest.raises(ValueError, match="1000 jobs at mean inter-arrival 1000000.0 s may overflow int32"):
         generate_pai_like(jax.random.PRNGKey(3), 1000, PAILikeConfig(mean_interarrival_s=1e6))
+
+
+def test_the_size_tilt_and_the_size_duration_exponent_shape_the_jobs_as_specified():
+    """`size_tilt` τ: each size's probability × GPUs^τ, renormalised (by hand: 1 and 4 GPUs at 1/2 each,
+    τ = 1 → 1/5 and 4/5); `work_gpu_exponent` β: a job's work × GPUs^β / E[GPUs^β], so the mean work
+    stays while a 16-GPU job's median work is 16^β times a 1-GPU job's."""
+    probs = [p for _, _, p in tilted_sizes(((1, 1, 0.5), (1, 4, 0.5)), 1.0)]
+    np.testing.assert_allclose(probs, [0.2, 0.8])
+    assert tilted_sizes(SIZE_TABLE, 0.0) is SIZE_TABLE
+    with pytest.raises(ValueError, match="size_tilt must be finite"):
+        tilted_sizes(SIZE_TABLE, float("nan"))
+
+    n, beta, tau = 60_000, 0.5, 0.5
+    plain = generate_pai_like(jax.random.key(0), n, pai_like_config())
+    shaped = generate_pai_like(jax.random.key(0), n, pai_like_config(work_gpu_exponent=beta, size_tilt=tau))
+    g0, g = np.asarray(plain.total_gpus), np.asarray(shaped.total_gpus)
+    tab = np.asarray(tilted_sizes(SIZE_TABLE, tau))
+    want_one = tab[tab[:, 0] * tab[:, 1] == 1, 2].sum()
+    assert abs((g == 1).mean() - want_one) < 0.01 and want_one < (g0 == 1).mean() - 0.1  # fewer 1-GPU jobs
+    w0, w = np.asarray(plain.work, np.float64), np.asarray(shaped.work, np.float64)
+    ratio = np.median(w[g == 16]) / np.median(w[g == 1])
+    assert abs(math.log(ratio) - beta * math.log(16)) < 0.15  # 16^0.5 = 4: a third of that in log terms
+    assert abs(w.mean() / w0.mean() - 1.0) < 0.1  # the mean work stays (the clip bounds aside)

@@ -90,6 +90,7 @@ def test_das_names_open_the_calibrated_presets(size):
     assert (d["n_jobs"], d["mean_interarrival_s"], d["interarrival_shape"]) == (
         w.n_jobs, w.mean_interarrival_s, w.interarrival_shape)  # fmt: skip
     assert (d["work_scale"], d["work_gpu_exponent"]) == (w.work_scale, w.work_gpu_exponent)
+    assert d.get("size_tilt", 0.0) == w.size_tilt
     assert (d["kappa_net"], d["kappa_cpu"], d["kappa_spread"]) == (c.kappa_net, c.kappa_cpu, c.kappa_spread)
     assert (d["load_scale"], d["max_forward_events"], d["n_slots"]) == (
         e.load_scale, e.max_forward_events, e.n_slots)  # fmt: skip

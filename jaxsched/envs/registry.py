@@ -58,6 +58,7 @@ def gpu_cloud_setup(
     interarrival_shape: float = 1.0,
     work_scale: float = 1.0,
     work_gpu_exponent: float = 0.0,
+    size_tilt: float = 0.0,
     kappa_net: float = 1.0,
     kappa_cpu: float = 0.5,
     kappa_spread: float = 0.1,
@@ -75,7 +76,7 @@ def gpu_cloud_setup(
         raise ValueError(f"size must be one of {', '.join(CLUSTER_SIZES)}, got {size!r}")
     m = CLUSTER_SIZES[size] if n_machines is None else n_machines
     env = GPUCloudEnv(GPUCloudConfig(m, n_slots, queue_capacity, max_forward_events=max_forward_events))
-    gen = pai_like_config(mean_interarrival_s, interarrival_shape, work_scale, work_gpu_exponent)
+    gen = pai_like_config(mean_interarrival_s, interarrival_shape, work_scale, work_gpu_exponent, size_tilt)
     bank = generate_pai_like(jax.random.key(seed), n_jobs, gen)
     caps = [np.full(m, V100_MACHINE[k], np.int32) for k in ("gpu", "cpu", "mem")]
     bank, dropped = drop_too_large(bank, *caps)

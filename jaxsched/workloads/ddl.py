@@ -52,6 +52,7 @@ __all__ = [
     "generate_pai_like",
     "make_ddl_workload",
     "scale_load",
+    "tilted_sizes",
     "train_test_split",
     "validate_ddl_workload",
 ]
@@ -518,19 +519,35 @@ def _arrival_times(key: jax.Array, n: int, cfg: PAILikeConfig) -> jnp.ndarray:
     return jax.lax.cummax(jnp.floor(t).astype(jnp.int32))
 
 
+SizeTable = tuple[tuple[int, int, float], ...]  # ((n_inst, GPUs per instance, probability), ...)
+
+
+def tilted_sizes(table: SizeTable, tilt: float) -> SizeTable:
+    """`table` with each row's probability × (its GPUs)^`tilt`, renormalised: > 0 makes large jobs more
+    common, < 0 rarer; 0 returns `table` unchanged."""
+    if not math.isfinite(tilt):
+        raise ValueError(f"size_tilt must be finite, got {tilt}")
+    if tilt == 0.0:
+        return table
+    w = [p * (c * g) ** tilt for c, g, p in table]
+    return tuple((c, g, wi / sum(w)) for (c, g, _), wi in zip(table, w, strict=True))
+
+
 def pai_like_config(
     mean_interarrival_s: float | None = None,
     interarrival_shape: float = 1.0,
     work_scale: float = 1.0,
     work_gpu_exponent: float = 0.0,
+    size_tilt: float = 0.0,
 ) -> PAILikeConfig:
     """The generator's defaults with the knobs a config or the front door sets: the mean gap (None: the
-    default), the gaps' Weibull shape, a factor on the work's log-normal median and the size–duration
-    exponent β (`PAILikeConfig`)."""
+    default), the gaps' Weibull shape, a factor on the work's log-normal median, the size–duration
+    exponent β and a tilt of the job-size mix towards large jobs (`tilted_sizes`; `PAILikeConfig`)."""
     if not work_scale > 0:
         raise ValueError(f"work_scale must be > 0, got {work_scale}")
     knobs = {"interarrival_shape": interarrival_shape, "work_gpu_exponent": work_gpu_exponent,
-             "work_log_mu": WORK_LOG_MU + math.log(work_scale)}  # fmt: skip
+             "work_log_mu": WORK_LOG_MU + math.log(work_scale),
+             "size_table": tilted_sizes(SIZE_TABLE, size_tilt)}  # fmt: skip
     if mean_interarrival_s is not None:
         knobs["mean_interarrival_s"] = mean_interarrival_s
     return PAILikeConfig(**knobs)

@@ -100,6 +100,9 @@ class WorkloadSection:
     # pai_like: Weibull shape of the arrival gaps (`PAILikeConfig.interarrival_shape`; 1 = Poisson, < 1 =
     # bursty: production traces arrive in bursts, the paper does not say how)
     interarrival_shape: float = 1.0
+    # pai_like: the job-size mix tilted towards large jobs (`workloads.ddl.tilted_sizes`: each size's
+    # probability × GPUs^tilt; 0 = the generator's mix; the paper's trace sets it and does not print it)
+    size_tilt: float = 0.0
     job_csv: str | None = None  # pai
     task_csv: str | None = None
     group_tag_csv: str | None = None
@@ -261,7 +264,7 @@ def build_das(cfg: DASConfig):
     caps = {k: np.full(m, V100_MACHINE[k], np.int32) for k in ("gpu", "cpu", "mem")}
     if w.source == "pai_like":
         gen_cfg = pai_like_config(
-            w.mean_interarrival_s, w.interarrival_shape, w.work_scale, w.work_gpu_exponent
+            w.mean_interarrival_s, w.interarrival_shape, w.work_scale, w.work_gpu_exponent, w.size_tilt
         )
         bank = generate_pai_like(jax.random.key(w.bank_seed), w.n_jobs, gen_cfg)
         total = bank.num_jobs
