@@ -225,7 +225,7 @@ def test_held_out_evaluation_plays_each_window_once():
     """`spread_windows` picks distinct windows (all of them, in order, when there are as many episodes),
     refuses more episodes than windows, and `evaluate_policies(..., windows)` plays window `w` whatever the
     key: the FCFS episode of each window equals the env restricted to that window alone."""
-    from jaxsched.experiments.evaluate import evaluate_policies, pinned_window, run_episode, spread_windows
+    from jaxsched.experiments.evaluate import evaluate_policies, run_episode, spread_windows
 
     np.testing.assert_array_equal(spread_windows(5, 5), np.arange(5))
     assert len(set(spread_windows(100, 7).tolist())) == 7 and spread_windows(100, 7)[-1] == 99
@@ -242,7 +242,7 @@ def test_held_out_evaluation_plays_each_window_once():
     keys = jax.random.split(KEY0, len(windows))  # different keys: the window must not depend on them
     got = evaluate_policies(env, params, {"fcfs": fcfs}, keys, windows)["fcfs"]["avg_wait"]
     alone = [
-        float(run_episode(env, pinned_window(params, w), fcfs, None, KEY0)["avg_wait"]) for w in range(3)
+        float(run_episode(env, env.episode(params, w), fcfs, None, KEY0)["avg_wait"]) for w in range(3)
     ]
     np.testing.assert_array_equal(got, np.array(alone, np.float32)[windows])
     assert len(set(alone)) == 3  # the three windows differ, so a wrong window would show

@@ -43,6 +43,11 @@ class Environment(Generic[State, Params]):
             self.__dict__["_default_params"] = self.embedded_params()
         return self.__dict__["_default_params"]
 
+    def episode(self, params: Params, i) -> Params:
+        """`params` pinned to held-out episode `i` (an int or a traced i32): `reset` then always plays it.
+        The one way every system addresses a test episode."""
+        raise NotImplementedError
+
     def embedded_params(self) -> Params:
         """Build the default params (what `default_params` caches)."""
         raise NotImplementedError(f"{type(self).__name__} has no embedded workload: pass params")

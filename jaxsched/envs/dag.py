@@ -108,6 +108,14 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         """`dag_params.make_params` for this env's config."""
         return make_params(self.config, bank, **kwargs)
 
+    def episode(self, params: DAGParams, i) -> DAGParams:
+        """`params` restricted to its bank's episode `i`: `reset` then always plays it."""
+        b = params.bank
+        one = lambda x: jax.lax.dynamic_index_in_dim(x, i, keepdims=True)  # noqa: E731
+        return params.replace(
+            bank=b.replace(template=one(b.template), arrival=one(b.arrival), n_jobs=one(b.n_jobs))
+        )
+
     def embedded_params(self) -> DAGParams:
         """The embedded default: 8 generated TPC-H-like episodes (seed 0) of 50 streaming jobs, Decima's
         moving and warm-up delays."""

@@ -171,6 +171,11 @@ class DeferrableEnv(Environment[DeferrableState, DeferrableParams]):
         self.config = config
 
     # ---- params -----------------------------------------------------------------------------------
+    def episode(self, params: DeferrableParams, i) -> DeferrableParams:
+        """`params` restricted to test episode `i`: `reset` then always plays it."""
+        one = lambda x: jax.lax.dynamic_index_in_dim(x, i, keepdims=True)  # noqa: E731
+        return params.replace(bank=jax.tree.map(one, params.bank), arrived_by=one(params.arrived_by))
+
     def embedded_params(self) -> DeferrableParams:
         """The embedded default: 8 generated episodes (seed 0) of the generator's default preset, 48 steps
         each (`jaxsched.make("osdec")` has the calibrated preset)."""

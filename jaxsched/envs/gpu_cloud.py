@@ -254,6 +254,10 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
         return jnp.where(q_len <= n, jnp.where(everything < q_len, everything, -1), picked).astype(jnp.int32)
 
     # ---- contract ----------------------------------------------------------------------------------
+    def episode(self, params: GPUCloudParams, i) -> GPUCloudParams:
+        """`params` pinned to the episode that starts at job `starts[i]`: `reset` then always plays it."""
+        return params.replace(starts=params.starts[i][None])
+
     def embedded_params(self) -> GPUCloudParams:
         """The embedded default: 2,000 generated PAI-like jobs (seed 0), episodes of 1,000, calibrated
         heterogeneity."""

@@ -68,6 +68,10 @@ class GPULocalityEnv(Environment[GPULocalityState, GPULocalityParams]):
         """`gpu_locality_params.make_params` for this env's config."""
         return make_params(self.config, bank, **kwargs)
 
+    def episode(self, params: GPULocalityParams, i) -> GPULocalityParams:
+        """`params` pinned to episode window `i` (`starts[i]`, `ends[i]`): `reset` then always plays it."""
+        return params.replace(starts=params.starts[i][None], ends=params.ends[i][None])
+
     def embedded_params(self) -> GPULocalityParams:
         """The embedded default: 8 generated Philly-like episodes (seed 0) of 200 jobs, the default
         locality slowdowns (`jaxsched.make("sced2")` has the calibrated preset)."""

@@ -227,6 +227,10 @@ class HPCEnv(Environment[HPCState, HPCParams]):
             wait_norm=jnp.float32(wait_norm),
         )
 
+    def episode(self, params: HPCParams, i) -> HPCParams:
+        """`params` pinned to episode window `i` (`starts[i]`, `ends[i]`): `reset` then always plays it."""
+        return params.replace(starts=params.starts[i][None], ends=params.ends[i][None])
+
     def embedded_params(self) -> HPCParams:
         """The embedded default: 8 generated Lublin–Feitelson episodes (seed 0) of 2 × 256 jobs for this
         machine's cores, 256-job episodes (`jaxsched.make("dbf")` has the paper's sizes)."""

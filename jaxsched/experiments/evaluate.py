@@ -3,7 +3,7 @@ episodes and collect the env's end-of-episode metrics.
 
 Episodes run through `core.episode.run_episode` (one jitted `lax.while_loop`), `vmap`ped over episode
 keys: the same keys give every policy the same episodes (the reset draws the workload window from the key).
-Held-out evaluations pin the windows instead (`pinned_window`, `spread_windows`): keys drawn at random
+Held-out evaluations pin the windows instead (`env.episode`, `spread_windows`): keys drawn at random
 repeat windows (32 keys over 32 windows hit about 20 of them), which would count one window as several
 pairs in a paired test.
 """
@@ -29,12 +29,6 @@ def eval_episode_keys(seed: int, episodes: int) -> jax.Array:
 
     root = purpose_key(seed, EVAL_TAG)
     return jax.vmap(lambda e: jax.random.fold_in(root, e))(jnp.arange(episodes))
-
-
-def pinned_window(params, window):
-    """Env params with episode windows (`starts`, `ends`: `[S]`) restricted to window `window`, so that the
-    reset always plays it."""
-    return params.replace(starts=params.starts[window][None], ends=params.ends[window][None])
 
 
 def spread_windows(n_windows: int, episodes: int) -> np.ndarray:
@@ -66,7 +60,7 @@ def evaluate_policies(
 
     The policies become branches of one `lax.switch`, `vmap`ped over (policy, episode): one compile
     instead of one per policy. With `windows` (`i32[num_keys]`), episode `i` plays window `windows[i]`
-    (`pinned_window`) with key `keys[i]`. Returns `{policy name: {metric: [num_keys]}}`.
+    (`env.episode`) with key `keys[i]`. Returns `{policy name: {metric: [num_keys]}}`.
     """
     names = list(policies)
     branches = [lambda obs, k, p=policies[n]: p(None, obs, k) for n in names]
@@ -75,7 +69,7 @@ def evaluate_policies(
         return jax.lax.switch(index, branches, obs, key)
 
     def one(index, key, window):
-        params = env_params if window is None else pinned_window(env_params, window)
+        params = env_params if window is None else env.episode(env_params, window)
         return run_episode(env, params, lambda _, obs, k: switched(index, obs, k), None, key)
 
     windows = None if windows is None else jnp.asarray(windows, jnp.int32)

@@ -5,8 +5,8 @@ Decima's dynamic partition; `policies.dag`).
     results = evaluate_dag(cfg, "runs/dag_synthetic")    # every trained variant under that run, and them
     results = evaluate_dag(cfg, "runs/dag_synthetic/full")   # one variant
 
-Every policy plays the first `eval.episodes` test episodes (each to its end; `pinned` restricts the bank to
-one episode, so every policy sees the same jobs at the same times). A variant's policy samples its actions,
+Every policy plays the first `eval.episodes` test episodes (each to its end; `env.episode` pins the bank
+to one episode, so every policy sees the same jobs at the same times). A variant's policy samples its actions,
 as Decima's does, with the key of the episode (`purpose_key(eval.seed, EVAL_TAG)` folded with the episode
 number: the same for every policy and seed), from each seed's last checkpoint; the baselines are
 deterministic (but `random`) and play each episode once. A result is `{metric: {mean, std, per_seed,
@@ -70,15 +70,6 @@ JCT_KEY = "jct"
 _PROGRAMS: dict = {}  # the jitted evaluation programs, per policy and env (`_heuristics_program`)
 
 
-def pinned(params, episode):
-    """`params` restricted to its bank's episode number `episode` (the reset then always draws it)."""
-    b = params.bank
-    one = lambda x: jax.lax.dynamic_index_in_dim(x, episode, keepdims=True)  # noqa: E731
-    return params.replace(
-        bank=b.replace(template=one(b.template), arrival=one(b.arrival), n_jobs=one(b.n_jobs))
-    )
-
-
 def episode_keys(cfg: DAGSystemConfig, episodes: int) -> jax.Array:
     return eval_episode_keys(cfg.eval.seed, episodes)
 
@@ -98,7 +89,7 @@ def _heuristics_program(env, names: tuple[str, ...]):
 
         def one(index, params, episode, key):
             policy = lambda _, obs, k: jax.lax.switch(index, branches, obs, k)  # noqa: E731
-            return run_episode(env, pinned(params, episode), policy, None, key)
+            return run_episode(env, env.episode(params, episode), policy, None, key)
 
         per_episode = jax.vmap(one, in_axes=(None, None, 0, 0))
         _PROGRAMS[cache_key] = jax.jit(jax.vmap(per_episode, in_axes=(0, None, None, None)))
@@ -123,7 +114,7 @@ def _agent_program(cfg: DAGSystemConfig, variant: str, env):
         policy = reinforce_for(cfg, variant, env).policy(greedy=greedy)
 
         def one(p, params, episode, key):
-            return run_episode(env, pinned(params, episode), policy, p, key)
+            return run_episode(env, env.episode(params, episode), policy, p, key)
 
         per_episode = jax.vmap(one, in_axes=(None, None, 0, 0))
         _PROGRAMS[cache_key] = jax.jit(jax.vmap(per_episode, in_axes=(0, None, None, None)))

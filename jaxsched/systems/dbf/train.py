@@ -15,7 +15,7 @@ import numpy as np
 
 from jaxsched.agents.ppo import PPO, PPOConfig
 from jaxsched.experiments.config import VALIDATION_TAG, purpose_key
-from jaxsched.experiments.evaluate import pinned_window, run_episode
+from jaxsched.experiments.evaluate import run_episode
 from jaxsched.experiments.select import ValidationSelector
 from jaxsched.experiments.train import (
     abstract_state,
@@ -56,14 +56,14 @@ def abstract_runner(cfg: DBFConfig, env, env_params):
 def agent_program(cfg: DBFConfig, env):
     """Jitted `run(policy_params [S], keys [E], env_params, windows=None) -> {metric: [S, E]}`: each seed's
     policy (greedy unless `eval.greedy: false`) on the episode of every key; with `windows` (`i32[E]`),
-    episode `e` plays window `windows[e]` (`pinned_window`) instead of the one its key draws."""
+    episode `e` plays window `windows[e]` (`env.episode`) instead of the one its key draws."""
     key = ("agent", cfg.ppo, cfg.eval.greedy, env.config, cfg.agent)
     if key not in _PROGRAMS:
         policy = PPO(cfg.ppo, env, None, cfg.agent.build(env, cfg.ppo)).policy(greedy=cfg.eval.greedy)
 
         def run(policy_params, keys, env_params, windows=None):
             def one(pp, k, w):
-                params = env_params if w is None else pinned_window(env_params, w)
+                params = env_params if w is None else env.episode(env_params, w)
                 return run_episode(env, params, policy, pp, k)
 
             axis = None if windows is None else 0

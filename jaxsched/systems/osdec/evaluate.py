@@ -5,7 +5,7 @@
     results = evaluate_osdec(cfg, "runs/osdec_table1")     # every trained learner under that run, and them
     results = evaluate_osdec(cfg, "runs/osdec_table1/osdec")   # one learner
 
-Every policy plays the first `eval.episodes` test episodes (`pinned`: the bank restricted to one episode, so
+Every policy plays the first `eval.episodes` test episodes (`env.episode`: the bank cut to one episode, so
 every policy sees the same jobs and capacity). A learner plays greedily (`eval.greedy`: the Gaussian's
 mean, the paper's "without exploration noise") from each seed's last checkpoint; the baselines play each
 episode once. A result is `{metric: {mean, std, per_seed, per_episode}}` (`experiments.stats.run_stats`)
@@ -57,12 +57,6 @@ HEADLINE = "osdec"
 _PROGRAMS: dict = {}
 
 
-def pinned(params, episode):
-    """`params` restricted to test episode `episode` (the reset then always draws it)."""
-    one = lambda x: jax.lax.dynamic_index_in_dim(x, episode, keepdims=True)  # noqa: E731
-    return params.replace(bank=jax.tree.map(one, params.bank), arrived_by=one(params.arrived_by))
-
-
 def episode_keys(cfg: OSDECConfig, episodes: int) -> jax.Array:
     return eval_episode_keys(cfg.eval.seed, episodes)
 
@@ -75,7 +69,7 @@ def _program(key, env, policy, per_run_params: bool):
     if key not in _PROGRAMS:
 
         def one(pp, params, episode, k):
-            return run_episode(env, pinned(params, episode), policy, pp, k)
+            return run_episode(env, env.episode(params, episode), policy, pp, k)
 
         per_episode = jax.vmap(one, in_axes=(None, None, 0, 0))
         runs = jax.vmap(per_episode, in_axes=(0, None, None, None)) if per_run_params else per_episode

@@ -38,7 +38,7 @@ from jaxsched.experiments.system import PaperTable
 from jaxsched.experiments.train import CHECKPOINT_DIR
 from jaxsched.policies.deferrable import make_heuristic
 from jaxsched.systems.osdec.config import OSDECConfig, build_osdec
-from jaxsched.systems.osdec.evaluate import HEADLINE, episode_keys, load_policy_params, pinned
+from jaxsched.systems.osdec.evaluate import HEADLINE, episode_keys, load_policy_params
 from jaxsched.systems.osdec.train import ppo_for, run_dir_of
 
 HELP = "OSDEC's Tables 1, 2 and 4 (utilization, delay, total reward) and one episode's capacity and load"
@@ -252,7 +252,7 @@ def episode_figure(cfg: OSDECConfig, episode: int, out: Path) -> tuple[list[str]
     env, train_params, test_params = build_osdec(cfg)
     if not 0 <= episode < cfg.workload.test_episodes:
         raise ValueError(f"--episode must be in 0..{cfg.workload.test_episodes - 1}, got {episode}")
-    params = pinned(test_params, episode)
+    params = env.episode(test_params, episode)
     key = episode_keys(cfg, episode + 1)[episode]
     steps = cfg.workload.horizon
     traces = {REFERENCE: episode_trace(env, params, make_heuristic(env, REFERENCE), None, key, steps)}

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.experiments.evaluate import pinned_window, run_episode
+from jaxsched.experiments.evaluate import run_episode
 from jaxsched.experiments.report import print_metric_table, write_json
 from jaxsched.experiments.stats import run_stats, wilcoxon_signed_rank
 from jaxsched.experiments.system import Metric
@@ -63,7 +63,7 @@ def _program(cache_key, env, policy):
     if cache_key not in _PROGRAMS:
 
         def one(lead, params, episode):
-            return run_episode(env, pinned_window(params, episode), policy, lead, jax.random.key(0))
+            return run_episode(env, env.episode(params, episode), policy, lead, jax.random.key(0))
 
         per_episode = jax.vmap(one, in_axes=(None, None, 0))
         _PROGRAMS[cache_key] = jax.jit(jax.vmap(per_episode, in_axes=(0, None, None)))

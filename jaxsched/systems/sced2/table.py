@@ -27,7 +27,6 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from jaxsched.experiments.evaluate import pinned_window
 from jaxsched.experiments.plots import plot_grouped_bars, plot_lines
 from jaxsched.experiments.system import PaperTable
 from jaxsched.policies.gpu_locality import make_heuristic
@@ -170,7 +169,7 @@ def fig8(cfg: SCED2Config, intervals, out: Path) -> list[str]:
 def fig9(cfg: SCED2Config, results: dict, out: Path) -> list[str]:
     """Fragmentation over the first test episode: learner seed 0 and the J-window baselines."""
     env, train_params, test_params = build_sced2(cfg)
-    episode = pinned_window(test_params, 0)
+    episode = env.episode(test_params, 0)
     steps = int(episode.max_steps)
     actors = {n: (make_heuristic(env, n), None) for n in cfg.eval.baselines}
     for network in cfg.agent.networks:
