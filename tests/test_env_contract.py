@@ -222,3 +222,17 @@ def test_every_env_opens_on_its_embedded_default(name):
     assert env.default_params() is params
     obs, _ = env.reset(jax.random.key(0))  # params=None: the defaults
     assert bool(_contains(env.observation_space(params), CASES[name].vec(obs)))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_episode_pins_the_held_out_episode_it_names(name):
+    """`env.episode(params, i)`, the one way evaluators address a test episode: the same under `jit` with a
+    traced `i` as eagerly, another episode for another `i` (its first observation differs for one key),
+    and two calls with one `i` reset alike."""
+    env, params = CASES[name].make(0)
+    key = jax.random.key(3)
+    pinned = jax.jit(env.episode)(params, jnp.int32(1))
+    chex.assert_trees_all_equal(jax.device_get(pinned), jax.device_get(env.episode(params, 1)))
+    first = [jax.device_get(env.reset(key, env.episode(params, i))[0]) for i in (0, 1, 1)]
+    assert not _same(first[0], first[1])
+    assert _same(first[1], first[2])
