@@ -42,3 +42,9 @@ def run_episode(env, env_params, act, key: jax.Array, carry: Any = None) -> dict
 def stateless(policy, params=None):
     """A `policy(params, obs, key) -> action` (heuristic or trained) as an `act` for `run_episode`."""
     return lambda obs, state, carry, key: (policy(params, obs, key), carry)
+
+
+def pin_window(params, i):
+    """Params whose episode windows (`starts`, `ends`: `[S]`) are cut to window `i` (an int or a traced
+    i32), so that `reset` always plays it: `env.episode` of the envs that draw a window."""
+    return params.replace(starts=params.starts[i][None], ends=params.ends[i][None])

@@ -39,6 +39,7 @@ import jax.numpy as jnp
 
 from jaxsched.core import cluster
 from jaxsched.core.env import Environment
+from jaxsched.core.episode import pin_window
 from jaxsched.core.metrics import fragmentation, per_job
 from jaxsched.core.placement import packing_take, take_free_slots
 from jaxsched.core.queue import first_after
@@ -70,7 +71,7 @@ class GPULocalityEnv(Environment[GPULocalityState, GPULocalityParams]):
 
     def episode(self, params: GPULocalityParams, i) -> GPULocalityParams:
         """`params` pinned to episode window `i` (`starts[i]`, `ends[i]`): `reset` then always plays it."""
-        return params.replace(starts=params.starts[i][None], ends=params.ends[i][None])
+        return pin_window(params, i)
 
     def embedded_params(self) -> GPULocalityParams:
         """The embedded default: 8 generated Philly-like episodes (seed 0) of 200 jobs, the default

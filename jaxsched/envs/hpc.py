@@ -36,6 +36,7 @@ from flax import struct
 from jaxsched.core import cluster, queue, wideint
 from jaxsched.core.checks import at_least
 from jaxsched.core.env import Environment
+from jaxsched.core.episode import pin_window
 from jaxsched.core.metrics import bounded_slowdown, per_job, slowdown
 from jaxsched.core.spaces import Box, Discrete
 from jaxsched.workloads.base import Workload, validate_workload
@@ -229,7 +230,7 @@ class HPCEnv(Environment[HPCState, HPCParams]):
 
     def episode(self, params: HPCParams, i) -> HPCParams:
         """`params` pinned to episode window `i` (`starts[i]`, `ends[i]`): `reset` then always plays it."""
-        return params.replace(starts=params.starts[i][None], ends=params.ends[i][None])
+        return pin_window(params, i)
 
     def embedded_params(self) -> HPCParams:
         """The embedded default: 8 generated Lublin–Feitelson episodes (seed 0) of 2 × 256 jobs for this

@@ -530,7 +530,8 @@ def tilted_sizes(table: SizeTable, tilt: float) -> SizeTable:
     if tilt == 0.0:
         return table
     w = [p * (c * g) ** tilt for c, g, p in table]
-    return tuple((c, g, wi / sum(w)) for (c, g, _), wi in zip(table, w, strict=True))
+    total = sum(w)
+    return tuple((c, g, wi / total) for (c, g, _), wi in zip(table, w, strict=True))
 
 
 def pai_like_config(
