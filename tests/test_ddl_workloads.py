@@ -394,14 +394,18 @@ def test_calibration_script_matches_constants(shared_data):
 
 def test_long_banks_stay_inside_int32_seconds_and_the_guard_names_the_limit():
     """The submission clock is int32 seconds: a bank whose mean span (jobs × mean gap) fits is generated in
-    order and ends near that span; one three times past the limit is refused, naming the sizes."""
+    order and ends near that span; the DAS Small preset's 288,000 jobs at 2,500 s (7.2e8 s) fit; a bank
+    whose mean span alone is near the limit is refused, naming the sizes."""
     cfg = PAILikeConfig(mean_interarrival_s=200_000.0, interarrival_shape=0.4)  # bursty, 2.4e8 s on average
     w = generate_pai_like(jax.random.PRNGKey(3), 1200, cfg)
     submit = np.asarray(w.submit, np.int64)
     assert (np.diff(submit) >= 0).all() and submit[0] >= 0
     assert 0.5 < submit[-1] / (1200 * 200_000.0) < 1.5
-    with pytest.raises(ValueError, match="1000 jobs at mean inter-arrival 1000000.0 s may overflow int32"):
-        generate_pai_like(jax.random.PRNGKey(3), 1000, PAILikeConfig(mean_interarrival_s=1e6))
+    big = jax.eval_shape(lambda k: generate_pai_like(k, 288_000, PAILikeConfig(mean_interarrival_s=2500.0)),
+                         jax.random.PRNGKey(0))
+    assert big.submit.shape == (288_000,)
+    with pytest.raises(ValueError, match="2100 jobs at mean inter-arrival 1000000.0 s may overflow int32"):
+        generate_pai_like(jax.random.PRNGKey(3), 2100, PAILikeConfig(mean_interarrival_s=1e6))
 
 
 def test_the_size_tilt_and_the_size_duration_exponent_shape_the_jobs_as_specified():

@@ -227,10 +227,10 @@ class EnvSpec:
 # The calibrated DAS presets' workload and contention (configs/das/paper_*.yaml; a test holds them equal):
 # one job population for the three clusters, Medium's arrival rate scaled (docs/results/calibration.md).
 DAS_CALIBRATED = {
-    "n_jobs": 144_000, "max_forward_events": 2, "mean_interarrival_s": 2500.0, "work_scale": 0.8,
+    "n_jobs": 288_000, "max_forward_events": 2, "mean_interarrival_s": 2400.0, "work_scale": 0.8,
     "work_gpu_exponent": -0.04, "size_tilt": 0.1, "kappa_net": 0.5, "kappa_cpu": 0.1, "kappa_spread": 0.01,
 }  # fmt: skip
-DAS_LOAD_SCALE = {"small": 1.0, "medium": 2.25, "large": 1.0}
+DAS_LOAD_SCALE = {"small": 1.0, "medium": 2.3, "large": 1.0}
 # The calibrated SCED² and OSDEC presets (configs/sced2/paper_68.yaml, configs/osdec/paper_table1.yaml).
 SCED2_CALIBRATED = {"multi_gpu_weights": (0.3075, 0.2575, 0.2925, 0.1, 0.0425), "max_runtime": 43200.0,
                     "slowdown_scale": 2.75}  # fmt: skip

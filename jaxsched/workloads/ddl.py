@@ -601,9 +601,13 @@ def generate_pai_like(key: jax.Array, n_jobs: int = 20_000, cfg: PAILikeConfig |
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1:
         raise ValueError(f"generate_pai_like: n_jobs must be an int >= 1, got {n_jobs!r}")
     # A day holds 86,400 rate-weighted seconds whatever its hourly profile, so the last submission is at
-    # most the gaps' sum plus two days (the start hour's offset and the last day's warp); 3x the mean sum
-    # covers the gaps' spread (Poisson or bursty Weibull) with a wide margin.
-    span = 3.0 * n_jobs * cfg.mean_interarrival_s + 2 * 86400.0
+    # most the gaps' sum plus two days (the start hour's offset and the last day's warp). The sum of n
+    # gaps has mean n·m and standard deviation cv·m·√n (cv = 1 for Poisson, larger for bursty Weibull
+    # gaps): eight standard deviations past the mean is the margin.
+    k = cfg.interarrival_shape
+    cv = math.sqrt(math.gamma(1.0 + 2.0 / k) / math.gamma(1.0 + 1.0 / k) ** 2 - 1.0)
+    m = cfg.mean_interarrival_s
+    span = n_jobs * m + 8.0 * cv * m * math.sqrt(n_jobs) + 2 * 86400.0
     if span > _INT32_MAX:
         raise ValueError(
             f"generate_pai_like: {n_jobs} jobs at mean inter-arrival {cfg.mean_interarrival_s} s may "
