@@ -391,33 +391,13 @@ class DAGEnv(Environment[DAGState, DAGParams]):
             state, trunc, reward, _ = jax.lax.while_loop(pending, body, (state, trunc, reward, jnp.int32(0)))
         return state.replace(ret=state.ret + reward, forwarding=waiting(state, trunc)), trunc, reward
 
-    def _next_event(self, state: DAGState, params: DAGParams):
-        """`(t_next, cont, first_timer)`: the next event time that can matter; `bool[k]` the executors whose
-        stage still has tasks to hand out — running ones and live moving ones — whose task starts before
-        `t_next` only continue the stage (a move's arrival that starts a task is not a trigger either); and
-        the first running timer's end (INF_MS if none), an event time or not.
-
-        An executor's instants (when it takes a task) are `until_i + m·d` when running; when moving,
-        its arrival `until_i`, then `until_i + w + m·d` (m >= 1; its first task carries the warm-up w).
-        Consecutive instants are at least d apart, so for a stage with `R` tasks left and `e` executors
-        running or moving to it, fewer than R + 1 instants fall before `min until + (R // e)·d`: the first
-        executor to find no task (at the (R+1)-th instant) does not come earlier, a safe bound to jump to;
-        and before the stage's first move arrival M only its running executors take tasks, so with R and
-        the running ones' count the same holds up to M: the later of the two bounds is safe."""
+    def _stage_bounds(self, state: DAGState, duration, k_slot, k_stage, ck, left, run, live, cont):
+        """`(stage_next, per_stage_min i32[J, S], ending bool[k])`: the earliest safe bound over the stages
+        with tasks left (the bounds of `_next_event`'s docstring); the scatter-min cells (a stage's first
+        move arrival M >= 0, an exhausted stage's finish negated, INF_MS for neither); the running executors
+        whose stage has no task left."""
         cfg = self.config
-        b = params.bank
-        n = b.arrival.shape[1]
-        duration, _, _ = self._stage_arrays(state, params)
-        k_slot, k_stage = state.ex_slot, jnp.maximum(state.ex_stage, 0)
         lay = self.layout
-        ck = state.counts[k_slot, k_stage]  # [k] its stage's counts
-        left = lay.left(ck)  # tasks of its stage not started
-        run = state.ex_state == 1
-        in_move = state.ex_state == 2
-        live = in_move & (state.slot_job[k_slot] == state.ex_job)  # moving to a job still in the system
-        # with task waves a continuation's duration is drawn at its start: no closed form, every completion
-        # and arrival is an event time
-        cont = (run | live) & (left > 0) & (not cfg.task_waves)
         # A stage's bounds are minima over its executors with R, e and d the stage's: no per-stage min but
         # for its first move arrival. e = running + moving: read back, not counted by a scatter. k integer
         # divisions, not J·S (a division does not vectorise on a CPU). (Bisecting the instant count instead
@@ -452,6 +432,38 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         by_running = jnp.maximum(over_all, before_moves)
         bound = jnp.where(run, by_running, jnp.where(n_run > 0, INF_MS, after_rounds(u, n_on)))
         stage_next = jnp.min(jnp.where(cont, bound, INF_MS))
+        return stage_next, per_stage_min, ending
+
+    def _next_event(self, state: DAGState, params: DAGParams):
+        """`(t_next, cont, first_timer)`: the next event time that can matter; `bool[k]` the executors whose
+        stage still has tasks to hand out — running ones and live moving ones — whose task starts before
+        `t_next` only continue the stage (a move's arrival that starts a task is not a trigger either); and
+        the first running timer's end (INF_MS if none), an event time or not.
+
+        An executor's instants (when it takes a task) are `until_i + m·d` when running; when moving,
+        its arrival `until_i`, then `until_i + w + m·d` (m >= 1; its first task carries the warm-up w).
+        Consecutive instants are at least d apart, so for a stage with `R` tasks left and `e` executors
+        running or moving to it, fewer than R + 1 instants fall before `min until + (R // e)·d`: the first
+        executor to find no task (at the (R+1)-th instant) does not come earlier, a safe bound to jump to;
+        and before the stage's first move arrival M only its running executors take tasks, so with R and
+        the running ones' count the same holds up to M: the later of the two bounds is safe."""
+        cfg = self.config
+        b = params.bank
+        n = b.arrival.shape[1]
+        duration, _, _ = self._stage_arrays(state, params)
+        k_slot, k_stage = state.ex_slot, jnp.maximum(state.ex_stage, 0)
+        lay = self.layout
+        ck = state.counts[k_slot, k_stage]  # [k] its stage's counts
+        left = lay.left(ck)  # tasks of its stage not started
+        run = state.ex_state == 1
+        in_move = state.ex_state == 2
+        live = in_move & (state.slot_job[k_slot] == state.ex_job)  # moving to a job still in the system
+        # with task waves a continuation's duration is drawn at its start: no closed form, every completion
+        # and arrival is an event time
+        cont = (run | live) & (left > 0) & (not cfg.task_waves)
+        stage_next, per_stage_min, ending = self._stage_bounds(
+            state, duration, k_slot, k_stage, ck, left, run, live, cont
+        )
         # An executor on a stage with no task left idles at its `until` (a trigger). If no stage is open,
         # that cannot lead to a decision, so only the stage's finish (its last executor) matters and the
         # earlier idlings are applied in bulk at the next event time (`_process` takes `until <= t`).

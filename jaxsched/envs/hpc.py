@@ -290,6 +290,59 @@ class HPCEnv(Environment[HPCState, HPCParams]):
         submit = row[:, 3]
         return pos, present, job, row[:, 0], row[:, 1], submit
 
+    def _start_picked(self, state: HPCState, place, slot, c, run, req, pos):
+        """`(core_end [N], core_req_end [N], q_job [Q], q_len)`: the picked job started on the lowest free
+        cores and taken out of the queue, where `place` (else the state's)."""
+        t = state.t
+        core_end, _, core_req_end = cluster.allocate(
+            state.core_end, t, c, t + run, place, (state.core_req_end, t + req[slot])
+        )
+        q_job, q_len = queue.remove_at(state.q_job, state.q_len, pos[slot], -1, place)
+        return core_end, core_req_end, q_job, q_len
+
+    def _dbf_penalty(self, state: HPCState, params: HPCParams, eta, l_now):
+        """R(t), f32: the weighted idle share, queue-length ratio and waiting-time ratio a move pays."""
+        ratio_l = jnp.where(state.l_max > 0, l_now / jnp.maximum(state.l_max, 1e-9), 0.0)
+        ratio_w = jnp.where(state.w_max > 0, state.w_now / jnp.maximum(state.w_max, 1e-9), 0.0)
+        return params.w1 * (1.0 - eta) + params.w2 * ratio_l + params.w3 * ratio_w
+
+    def _next_time(self, state: HPCState, params: HPCParams, forward):
+        """`(has_arrival, next_idx, t_arrival, t_next)`: the next arrival (bank index, time, NEVER if none)
+        and the time a move goes to: the next arrival or completion (`t` on a pick or with neither)."""
+        bank = params.bank
+        t = state.t
+        has_arrival = state.next_job < state.end_job
+        next_idx = jnp.minimum(state.next_job, bank.submit.shape[0] - 1)
+        t_arrival = jnp.where(has_arrival, bank.submit[next_idx], cluster.NEVER)
+        t_release = cluster.next_release(state.core_end, t)
+        t_next = jnp.minimum(t_arrival, t_release)
+        t_next = jnp.where(forward & (t_next < cluster.NEVER), t_next, t)
+        return has_arrival, next_idx, t_arrival, t_next
+
+    def _bsld_penalty(self, state: HPCState, params: HPCParams, t_next):
+        """The "bsld" reward's penalty, f32: the jobs queued before the move, waiting over [t, t_next), each
+        at 1 / max(run, 10 s), over `episode_jobs`."""
+        queued = queue.live_mask(self.config.queue_capacity, state.q_len)
+        run_q = params.bank.run[jnp.maximum(state.q_job, 0)].astype(jnp.float32)
+        rate = jnp.sum(jnp.where(queued, 1.0 / jnp.maximum(run_q, 10.0), 0.0))
+        return (t_next - state.t).astype(jnp.float32) * rate / params.episode_jobs.astype(jnp.float32)
+
+    def _wait_sum(self, state: HPCState, t_next, forward, place, wait_s):
+        """W(t') as an exact wide integer: W(t) + L·(t' − t) on a move, W(t) − wait on a pick."""
+        # An arrival adds 0 (it arrives at t').
+        t = state.t
+        return wideint.sub(
+            wideint.add(state.w_exact, wideint.scale(t_next - t, jnp.where(forward, state.q_len, 0))),
+            wideint.from_int(jnp.where(place, wait_s, 0)),
+        )
+
+    def _done(self, new_state: HPCState, params: HPCParams):
+        """`(terminated, truncated)`: K jobs placed or nothing left to schedule; else the step limit hit."""
+        exhausted = (new_state.next_job >= new_state.end_job) & (new_state.q_len == 0)
+        terminated = (new_state.placed >= params.episode_jobs) | exhausted
+        truncated = (new_state.steps >= params.max_steps) & ~terminated
+        return terminated, truncated
+
     def step_env(self, key, state: HPCState, action, params: HPCParams):
         cfg = self.config
         bank = params.bank
@@ -308,10 +361,7 @@ class HPCEnv(Environment[HPCState, HPCParams]):
         j = job[slot]
         run = bank.run[j]
         c = cores[slot]
-        core_end, _, core_req_end = cluster.allocate(
-            state.core_end, t, c, t + run, place, (state.core_req_end, t + req[slot])
-        )
-        q_job, q_len = queue.remove_at(state.q_job, state.q_len, pos[slot], -1, place)
+        core_end, core_req_end, q_job, q_len = self._start_picked(state, place, slot, c, run, req, pos)
         wait_s = t - submit[slot]  # i32 seconds
         wait = wait_s.astype(jnp.float32)
         run_f = run.astype(jnp.float32)
@@ -321,32 +371,17 @@ class HPCEnv(Environment[HPCState, HPCParams]):
         busy = cfg.n_cores - free
         l_now = state.q_len.astype(jnp.float32)
         eta = busy.astype(jnp.float32) / cfg.n_cores
-        ratio_l = jnp.where(state.l_max > 0, l_now / jnp.maximum(state.l_max, 1e-9), 0.0)
-        ratio_w = jnp.where(state.w_max > 0, state.w_now / jnp.maximum(state.w_max, 1e-9), 0.0)
-        penalty = params.w1 * (1.0 - eta) + params.w2 * ratio_l + params.w3 * ratio_w
-
-        has_arrival = state.next_job < state.end_job
-        next_idx = jnp.minimum(state.next_job, bank.submit.shape[0] - 1)
-        t_arrival = jnp.where(has_arrival, bank.submit[next_idx], cluster.NEVER)
-        t_release = cluster.next_release(state.core_end, t)
-        t_next = jnp.minimum(t_arrival, t_release)
-        t_next = jnp.where(forward & (t_next < cluster.NEVER), t_next, t)
+        penalty = self._dbf_penalty(state, params, eta, l_now)
+        has_arrival, next_idx, t_arrival, t_next = self._next_time(state, params, forward)
         if cfg.reward == "bsld":  # the queue as it waits over [t, t_next): the jobs queued before the move
-            queued = queue.live_mask(cfg.queue_capacity, state.q_len)
-            run_q = bank.run[jnp.maximum(state.q_job, 0)].astype(jnp.float32)
-            rate = jnp.sum(jnp.where(queued, 1.0 / jnp.maximum(run_q, 10.0), 0.0))
-            penalty = (t_next - t).astype(jnp.float32) * rate / params.episode_jobs.astype(jnp.float32)
+            penalty = self._bsld_penalty(state, params, t_next)
         reward = jnp.where(forward, -penalty, 0.0).astype(jnp.float32)
         admit = forward & has_arrival & (t_arrival <= t_next)
         q_job, q_len, overflowed = queue.push(q_job, q_len, state.next_job, admit)
         dt = (t_next - t).astype(jnp.float32)
 
         # ---- bookkeeping: W(t) of the new state, running maxima, metric accumulators -------------
-        # W(t') = W(t) + L·(t' - t) on a move, W(t) - wait on a pick; an arrival adds 0 (it arrives at t').
-        w_exact = wideint.sub(
-            wideint.add(state.w_exact, wideint.scale(t_next - t, jnp.where(forward, state.q_len, 0))),
-            wideint.from_int(jnp.where(place, wait_s, 0)),
-        )
+        w_exact = self._wait_sum(state, t_next, forward, place, wait_s)
         w_now = wideint.to_float(w_exact)
         load_in = jnp.where(admit & ~overflowed, _job_load(bank, next_idx), 0.0)
         picked_load = c.astype(jnp.float32) * req[slot].astype(jnp.float32)  # the window's fields, no gather
@@ -377,9 +412,7 @@ class HPCEnv(Environment[HPCState, HPCParams]):
             invalid=state.invalid + (is_pick & ~place).astype(jnp.int32),
             forwards=state.forwards + (~is_pick).astype(jnp.int32),
         )
-        exhausted = (new_state.next_job >= new_state.end_job) & (new_state.q_len == 0)
-        terminated = (new_state.placed >= params.episode_jobs) | exhausted
-        truncated = (new_state.steps >= params.max_steps) & ~terminated
+        terminated, truncated = self._done(new_state, params)
         info = {
             "placed": place,
             "invalid": is_pick & ~place,

@@ -47,6 +47,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -245,6 +246,44 @@ def alo_shrink(t: jax.Array, iterations: int) -> jax.Array:
     return jnp.where(w > 0, 1.0 + 10.0**w * frac, 1.0)
 
 
+def _malo_moves(
+    t, lions, scores, u, *, shapes: tuple, n_elite: int, iterations: int, de_f: float, de_cr: float
+):
+    """The S ants `f32[S, D]`, the `n_elite` DE trials `f32[E, D]` and their parents `i32[E]` of iteration
+    t, from the ant lions `f32[S, D]`, their scores `f32[S]` and the iteration's uniform draw `u`."""
+    s, d = lions.shape
+    u_rw, u_lion, u_elite, u_de, u_cr, u_cr_at = _pieces(u, shapes)
+    order = jax.lax.top_k(scores, s)[1]  # best first (ties: the lower index first)
+    elite = lions[order[0]]
+    # Ants: random walks around a roulette-selected ant lion and around the elite, averaged.
+    weights = scores - scores.min() + 1e-6
+    cdf = jnp.cumsum(weights) / weights.sum()
+    picked = jnp.minimum((cdf[None, :] < u_rw[:, None]).sum(axis=1), s - 1)
+    radius = 1.0 / alo_shrink(t.astype(jnp.float32), iterations)
+    around_lion = jnp.clip(lions[picked] + radius * (2.0 * u_lion - 1.0), 0.0, 1.0)
+    around_elite = jnp.clip(elite[None] + radius * (2.0 * u_elite - 1.0), 0.0, 1.0)
+    ants = 0.5 * (around_lion + around_elite)
+    # Elite DE (DE/best/1/bin) on the n_elite best ant lions.
+    parents = order[:n_elite]
+    r = jnp.minimum((u_de * s).astype(jnp.int32), s - 1)
+    mutant = elite[None] + de_f * (lions[r[0]] - lions[r[1]])
+    forced = jnp.arange(d)[None, :] == jnp.minimum((u_cr_at * d).astype(jnp.int32), d - 1)[:, None]
+    trial = jnp.clip(jnp.where((u_cr < de_cr) | forced, mutant, lions[parents]), 0.0, 1.0)
+    return ants, trial, parents
+
+
+def _malo_select(lions, scores, ants, f_ant, trial, f_trial, parents):
+    """`(ant lions f32[S, D], scores f32[S])` of the next iteration: DE trials replace their parents if not
+    worse; then the best S of ant lions ∪ ants."""
+    s = lions.shape[0]
+    keep = f_trial >= scores[parents]
+    lions = lions.at[parents].set(jnp.where(keep[:, None], trial, lions[parents]))
+    scores = scores.at[parents].set(jnp.where(keep, f_trial, scores[parents]))
+    pool, pool_f = jnp.concatenate([lions, ants]), jnp.concatenate([scores, f_ant])
+    best = jax.lax.top_k(pool_f, s)[1]  # ties: ant lions (lower indices) first
+    return pool[best], pool_f[best]
+
+
 def make_malo(
     env: GPUCloudEnv,
     env_params,
@@ -281,35 +320,7 @@ def make_malo(
     shapes = ((s,), (s, d), (s, d), (2, e), (e, d), (e,))
     n_draws = sum(int(np.prod(sh)) for sh in shapes)
 
-    def moves(t, lions, scores, u):
-        """The S ants `[S, D]`, the `e` DE trials `[e, D]` and their parents `i32[e]` of iteration t."""
-        u_rw, u_lion, u_elite, u_de, u_cr, u_cr_at = _pieces(u, shapes)
-        order = jax.lax.top_k(scores, s)[1]  # best first (ties: the lower index first)
-        elite = lions[order[0]]
-        # Ants: random walks around a roulette-selected ant lion and around the elite, averaged.
-        weights = scores - scores.min() + 1e-6
-        cdf = jnp.cumsum(weights) / weights.sum()
-        picked = jnp.minimum((cdf[None, :] < u_rw[:, None]).sum(axis=1), s - 1)
-        radius = 1.0 / alo_shrink(t.astype(jnp.float32), iterations)
-        around_lion = jnp.clip(lions[picked] + radius * (2.0 * u_lion - 1.0), 0.0, 1.0)
-        around_elite = jnp.clip(elite[None] + radius * (2.0 * u_elite - 1.0), 0.0, 1.0)
-        ants = 0.5 * (around_lion + around_elite)
-        # Elite DE (DE/best/1/bin) on the e best ant lions.
-        parents = order[:e]
-        r = jnp.minimum((u_de * s).astype(jnp.int32), s - 1)
-        mutant = elite[None] + de_f * (lions[r[0]] - lions[r[1]])
-        forced = jnp.arange(d)[None, :] == jnp.minimum((u_cr_at * d).astype(jnp.int32), d - 1)[:, None]
-        trial = jnp.clip(jnp.where((u_cr < de_cr) | forced, mutant, lions[parents]), 0.0, 1.0)
-        return ants, trial, parents
-
-    def select(lions, scores, ants, f_ant, trial, f_trial, parents):
-        """DE trials replace their parents if not worse; then the best S of ant lions ∪ ants."""
-        keep = f_trial >= scores[parents]
-        lions = lions.at[parents].set(jnp.where(keep[:, None], trial, lions[parents]))
-        scores = scores.at[parents].set(jnp.where(keep, f_trial, scores[parents]))
-        pool, pool_f = jnp.concatenate([lions, ants]), jnp.concatenate([scores, f_ant])
-        best = jax.lax.top_k(pool_f, s)[1]  # ties: ant lions (lower indices) first
-        return pool[best], pool_f[best]
+    moves = partial(_malo_moves, shapes=shapes, n_elite=e, iterations=iterations, de_f=de_f, de_cr=de_cr)
 
     def search(obs: GPUCloudObs, state: GPUCloudState, key: jax.Array):
         k_eval, k_init, k_pop, k_search = jax.random.split(key, 4)
@@ -324,7 +335,7 @@ def make_malo(
             ants, trial, parents = moves(t, lions, scores, u)
             first = jnp.concatenate([lions, jnp.broadcast_to(x0, (e, d))])
             f = score(state, jnp.where(t == 0, first, jnp.concatenate([ants, trial])), k_eval)
-            new_lions, new_scores = select(lions, scores, ants, f[:s], trial, f[s:], parents)
+            new_lions, new_scores = _malo_select(lions, scores, ants, f[:s], trial, f[s:], parents)
             lions = jnp.where(t == 0, lions, new_lions)
             return lions, jnp.where(t == 0, f[:s], new_scores), jnp.where(t == 0, f[0], f0)
 

@@ -223,44 +223,26 @@ def _type_cores(vm: dict, vm_type: dict) -> np.ndarray:
 
 
 # ---- episodes ---------------------------------------------------------------------------------------
-def load_azure_packing(
-    path: str | Path, config: AzurePackingConfig | None = None
-) -> tuple[DeferrableBank, dict]:
-    """`(bank, report)`: the trace at `path` as deferrable-job episodes (module docstring). `report` counts
-    what was kept and why the rest was not: {"episodes", "steps", "total_cores", "peak_on_demand",
-    "low_priority", "before_start", "open_end", "subsampled", "straddling", "jobs"}."""
-    cfg = AzurePackingConfig() if config is None else config
-    vm, vm_type, source = read_azure_tables(path)
-    if len(vm["vmId"]) == 0:
-        raise ValueError(f"{source}: the vm table is empty")
-    _validate(vm, vm_type, source)
-    step_days = cfg.step_minutes / MINUTES_PER_DAY
-    cores = _type_cores(vm, vm_type) * cfg.machine_cores
-    days = cfg.days if cfg.days is not None else float(vm["starttime"].max()) - cfg.start_day
-    n_steps = int(math.floor(days / step_days + 1e-9))
-    stride = cfg.stride or cfg.horizon
-    if n_steps < cfg.horizon:
-        raise ValueError(
-            f"{source}: the loaded days hold {n_steps} steps of {cfg.step_minutes:g} min, fewer than one "
-            f"episode's horizon ({cfg.horizon})"
-        )
-
+def _on_demand_load(
+    vm: dict, cores: np.ndarray, start_day: float, step_days: float, n_steps: int
+) -> np.ndarray:
+    """`f64[T]`: U_t, the cores of the high-priority VMs alive at the start τ_t of each of the T steps."""
     # on-demand load U_t at τ_t = start_day + t·step: +cores from the first step at or after the start,
     # −cores from the first step at or after the end (NULL end: never)
     high = vm["priority"] == 0
-    rel_start = (vm["starttime"][high] - cfg.start_day) / step_days
-    rel_end = (np.nan_to_num(vm["endtime"][high], nan=np.inf) - cfg.start_day) / step_days
+    rel_start = (vm["starttime"][high] - start_day) / step_days
+    rel_end = (np.nan_to_num(vm["endtime"][high], nan=np.inf) - start_day) / step_days
     delta = np.zeros(n_steps + 1)
     np.add.at(delta, np.clip(np.ceil(rel_start - 1e-9), 0, n_steps).astype(np.int64), cores[high])
     np.add.at(delta, np.clip(np.ceil(rel_end - 1e-9), 0, n_steps).astype(np.int64), -cores[high])
-    on_demand = np.cumsum(delta)[:n_steps]
-    peak = float(on_demand.max())
-    total = cfg.total_cores if cfg.total_cores is not None else 1.1 * peak
-    if not total > 0:
-        raise ValueError(f"{source}: no high-priority load to size the cluster by; set total_cores")
-    capacity = np.maximum(np.floor(cfg.fraction * (total - on_demand) + 1e-9), 0).astype(np.int64)
+    return np.cumsum(delta)[:n_steps]
 
-    # deferrable jobs: low-priority VMs created in the loaded days, with a known end
+
+def _deferrable_jobs(
+    vm: dict, cores: np.ndarray, cfg: AzurePackingConfig, step_days: float, n_steps: int
+) -> tuple[dict[str, int], tuple[np.ndarray, ...]]:
+    """`(report counts, (submit g, earliest e, latest l, duration, cores), each i64[N])`: the sampled
+    low-priority VMs created in the loaded days with a known end, sorted by (submit, start, vm row)."""
     rng = np.random.default_rng(cfg.seed)
     low = np.flatnonzero(vm["priority"] == 1)
     keep = rng.random(len(low)) < cfg.fraction  # drawn for every low-priority VM: stable subsamples
@@ -285,11 +267,18 @@ def load_azure_packing(
     window = rng.integers(0, cfg.max_window + 1, len(rows))
     g, lat = (e, e) if cfg.realtime else (e - lead, e + window)
     order = np.lexsort((rows, e, g))  # by submit, then start, then vm row
-    g, e, lat, duration, job_cores = g[order], e[order], lat[order], duration[order], job_cores[order]
+    return report, (g[order], e[order], lat[order], duration[order], job_cores[order])
 
+
+def _episodes(
+    jobs: tuple[np.ndarray, ...], capacity: np.ndarray, n_steps: int, horizon: int, stride: int
+) -> tuple[list[dict[str, np.ndarray]], list[np.ndarray], np.ndarray]:
+    """`(episodes: the fields of the jobs whose window lies inside each, rebased to its first step;
+    capacities i64[H] per episode; placed bool[N]: the jobs some episode holds)`."""
+    g, e, lat, duration, job_cores = jobs
     episodes, caps, placed = [], [], np.zeros(len(g), bool)
-    for s in range(0, n_steps - cfg.horizon + 1, stride):
-        inside = (g >= s) & (lat <= s + cfg.horizon - 1)
+    for s in range(0, n_steps - horizon + 1, stride):
+        inside = (g >= s) & (lat <= s + horizon - 1)
         placed |= inside
         fields = {
             "cores": job_cores,
@@ -299,7 +288,41 @@ def load_azure_packing(
             "submit": g - s,
         }
         episodes.append({f: v[inside] for f, v in fields.items()})
-        caps.append(capacity[s : s + cfg.horizon])
+        caps.append(capacity[s : s + horizon])
+    return episodes, caps, placed
+
+
+def load_azure_packing(
+    path: str | Path, config: AzurePackingConfig | None = None
+) -> tuple[DeferrableBank, dict]:
+    """`(bank, report)`: the trace at `path` as deferrable-job episodes (module docstring). `report` counts
+    what was kept and why the rest was not: {"episodes", "steps", "total_cores", "peak_on_demand",
+    "low_priority", "before_start", "open_end", "subsampled", "straddling", "jobs"}."""
+    cfg = AzurePackingConfig() if config is None else config
+    vm, vm_type, source = read_azure_tables(path)
+    if len(vm["vmId"]) == 0:
+        raise ValueError(f"{source}: the vm table is empty")
+    _validate(vm, vm_type, source)
+    step_days = cfg.step_minutes / MINUTES_PER_DAY
+    cores = _type_cores(vm, vm_type) * cfg.machine_cores
+    days = cfg.days if cfg.days is not None else float(vm["starttime"].max()) - cfg.start_day
+    n_steps = int(math.floor(days / step_days + 1e-9))
+    stride = cfg.stride or cfg.horizon
+    if n_steps < cfg.horizon:
+        raise ValueError(
+            f"{source}: the loaded days hold {n_steps} steps of {cfg.step_minutes:g} min, fewer than one "
+            f"episode's horizon ({cfg.horizon})"
+        )
+
+    on_demand = _on_demand_load(vm, cores, cfg.start_day, step_days, n_steps)
+    peak = float(on_demand.max())
+    total = cfg.total_cores if cfg.total_cores is not None else 1.1 * peak
+    if not total > 0:
+        raise ValueError(f"{source}: no high-priority load to size the cluster by; set total_cores")
+    capacity = np.maximum(np.floor(cfg.fraction * (total - on_demand) + 1e-9), 0).astype(np.int64)
+
+    report, jobs = _deferrable_jobs(vm, cores, cfg, step_days, n_steps)
+    episodes, caps, placed = _episodes(jobs, capacity, n_steps, cfg.horizon, stride)
     n_jobs = sum(len(ep["submit"]) for ep in episodes)
     if n_jobs == 0:
         raise ValueError(

@@ -127,6 +127,160 @@ def _num(path: Path, line: int, column: str, tok: str) -> float:
     return v
 
 
+def _read_jobs(job_csv: Path) -> tuple[dict[str, int], list[tuple]]:
+    """`(job_name -> index, jobs)`: the job table's rows as `(line, job_name, inst_id, status, start)`;
+    a repeated job_name is an error."""
+    names: dict[str, int] = {}
+    jobs = []  # (line, job_name, inst_id, status, start)
+    for line, row in _rows(job_csv, JOB_COLUMNS):
+        name = row[0].strip()
+        if name in names:
+            raise ValueError(
+                f"{job_csv}: line {line}: duplicate job_name {name!r} (first at line {jobs[names[name]][0]})"
+            )
+        names[name] = len(jobs)
+        jobs.append((line, name, row[1].strip(), row[3].strip(), _num(job_csv, line, "start_time", row[4])))
+    return names, jobs
+
+
+def _task_values(task_csv: Path, line: int, name: str, row: list[str]) -> dict[str, float]:
+    """A task row's numeric fields by name (NaN: missing); a negative amount or duration is an error."""
+    v = {
+        c: _num(task_csv, line, c, row[TASK_COLUMNS.index(c)])
+        for c in ("inst_num", "start_time", "end_time", "plan_cpu", "plan_mem", "plan_gpu")
+    }
+    for c in ("inst_num", "plan_cpu", "plan_mem", "plan_gpu"):
+        if v[c] < 0:  # NaN compares False: missing is not negative
+            raise ValueError(f"{task_csv}: line {line}: job_name {name!r}: field '{c}' is negative: {v[c]:g}")
+    if v["end_time"] < v["start_time"]:
+        raise ValueError(
+            f"{task_csv}: line {line}: job_name {name!r}: field 'end_time' {v['end_time']:g} is before "
+            f"start_time {v['start_time']:g} (negative duration)"
+        )
+    return v
+
+
+def _pick_gpu_tasks(task_csv: Path, names: dict[str, int]) -> tuple[dict[int, tuple], int, int]:
+    """`(job index -> its GPU task (score, line, inst_num, start, end, cpu, mem, gpu), task rows, orphan
+    tasks)`: each job's task with the largest `inst_num * plan_gpu` (ties: the first in the file)."""
+    best: dict[int, tuple] = {}  # job index -> (score, line, inst_num, start, end, cpu, mem, gpu)
+    n_tasks = orphans = 0
+    for line, row in _rows(task_csv, TASK_COLUMNS):
+        n_tasks += 1
+        name = row[0].strip()
+        v = _task_values(task_csv, line, name, row)
+        j = names.get(name)
+        if j is None:
+            orphans += 1
+            continue
+        if not (v["plan_gpu"] >= 0.5):  # round(plan_gpu) >= 1; NaN is no GPU
+            continue
+        score = v["inst_num"] * v["plan_gpu"] if not math.isnan(v["inst_num"]) else -1.0
+        if j not in best or score > best[j][0]:
+            best[j] = (
+                score,
+                line,
+                v["inst_num"],
+                v["start_time"],
+                v["end_time"],
+                v["plan_cpu"],
+                v["plan_mem"],
+                v["plan_gpu"],
+            )
+    return best, n_tasks, orphans
+
+
+def _drop_reason(status: str, start: float, t: tuple | None) -> str | None:
+    """Why a job (its status, start and GPU task `t`) is dropped, in `DROP_REASONS` order; None: kept."""
+    if status.lower() != "terminated":
+        return "not_terminated"
+    if t is None:
+        return "no_gpu_task"
+    if math.isnan(start) or math.isnan(t[3]) or math.isnan(t[4]):
+        return "missing_time"
+    if math.isnan(t[2]) or math.isnan(t[5]) or math.isnan(t[6]):
+        return "missing_resource"
+    if t[4] == t[3]:
+        return "zero_duration"
+    return None
+
+
+def _kept_submit(job_csv: Path, task_csv: Path, jline: int, name: str, start: float, t: tuple) -> int:
+    """The kept job's submit time (rounded start, s); its GPU task's fields must be whole and fit int32."""
+    _, tline, inst_num, _, _, cpu, mem, _ = t
+    if inst_num < 1 or inst_num != math.floor(inst_num):
+        raise ValueError(
+            f"{task_csv}: line {tline}: job_name {name!r}: field 'inst_num' must be a whole number >= 1, "
+            f"got {inst_num:g}"
+        )
+    submit = _round(start)
+    if not -_INT32_MAX <= submit <= _INT32_MAX:
+        raise ValueError(
+            f"{job_csv}: line {jline}: job_name {name!r}: field 'start_time' {start:g} "
+            "is outside int32 seconds"
+        )
+    for field, val in (
+        ("plan_cpu", _round(cpu)),
+        ("plan_mem", _round(mem * 1024)),
+        ("inst_num", inst_num),
+    ):
+        if val > _INT32_MAX:
+            raise ValueError(f"{task_csv}: line {tline}: job_name {name!r}: field '{field}' overflows int32")
+    return submit
+
+
+def _keep_jobs(
+    job_csv: Path, task_csv: Path, jobs: list[tuple], best: dict[int, tuple]
+) -> tuple[dict[str, list], dict[str, int]]:
+    """The kept jobs' columns by name (job_id, submit, n_inst, gpu, cpu, mem, work, inst: lists `[J]` in
+    file order) and the drop count per reason."""
+    dropped = dict.fromkeys(DROP_REASONS, 0)
+    cols: dict[str, list] = {
+        k: [] for k in ("job_id", "submit", "n_inst", "gpu", "cpu", "mem", "work", "inst")
+    }
+    for j, (jline, name, inst_id, status, start) in enumerate(jobs):
+        t = best.get(j)
+        reason = _drop_reason(status, start, t)
+        if reason is not None:
+            dropped[reason] += 1
+            continue
+        submit = _kept_submit(job_csv, task_csv, jline, name, start, t)
+        _, _, inst_num, t_start, t_end, cpu, mem, gpu = t
+        cols["job_id"].append(j)
+        cols["submit"].append(submit)
+        cols["n_inst"].append(int(inst_num))
+        cols["gpu"].append(_round(gpu))
+        cols["cpu"].append(_round(cpu))
+        cols["mem"].append(_round(mem * 1024))
+        cols["work"].append(t_end - t_start)
+        cols["inst"].append(inst_id)
+    return cols, dropped
+
+
+def _models(group_tag_csv, inst_ids: list[str]) -> list[int]:
+    """The `MODEL_NAMES` index of each job (by its `inst_id`) from the group tag table (first row wins)."""
+    tags: dict[str, str] = {}
+    if group_tag_csv is not None:
+        for _, row in _rows(Path(group_tag_csv), GROUP_TAG_COLUMNS):
+            tags.setdefault(row[0].strip(), row[4])
+    return [model_index(tags.get(i, "")) for i in inst_ids]
+
+
+def _sorted_workload(cols: dict[str, list], model: list[int], name: str) -> tuple[DDLWorkload, bool]:
+    """`(the kept jobs as a DDLWorkload sorted by submit (stable), were they already in submit order)`."""
+    submit = np.asarray(cols["submit"], dtype=np.int64)
+    order = np.argsort(submit, kind="stable")
+    was_sorted = bool(np.all(np.diff(submit) >= 0)) if submit.size else True
+    arrays = {k: np.asarray(v)[order] for k, v in cols.items()}
+    w = make_ddl_workload(
+        **{k: arrays[k] for k in ("job_id", "submit", "n_inst", "gpu", "cpu", "mem")},
+        work=arrays["work"].astype(np.float32),
+        model=np.asarray(model, dtype=np.int64)[order],
+        name=name,
+    )
+    return w, was_sorted
+
+
 def load_pai(
     job_csv,
     task_csv,
@@ -146,127 +300,13 @@ def load_pai(
         if k not in machine:
             raise ValueError(f"machine must give 'gpu', 'cpu' and 'mem' capacities, got {machine!r}")
 
-    # ---- jobs -------------------------------------------------------------------------------------------
-    names: dict[str, int] = {}
-    jobs = []  # (line, job_name, inst_id, status, start)
-    for line, row in _rows(job_csv, JOB_COLUMNS):
-        name = row[0].strip()
-        if name in names:
-            raise ValueError(
-                f"{job_csv}: line {line}: duplicate job_name {name!r} (first at line {jobs[names[name]][0]})"
-            )
-        names[name] = len(jobs)
-        jobs.append((line, name, row[1].strip(), row[3].strip(), _num(job_csv, line, "start_time", row[4])))
-
-    # ---- tasks: pick each job's GPU task -----------------------------------------------------------------
-    best: dict[int, tuple] = {}  # job index -> (score, line, inst_num, start, end, cpu, mem, gpu)
-    n_tasks = orphans = 0
-    for line, row in _rows(task_csv, TASK_COLUMNS):
-        n_tasks += 1
-        name = row[0].strip()
-        v = {
-            c: _num(task_csv, line, c, row[TASK_COLUMNS.index(c)])
-            for c in ("inst_num", "start_time", "end_time", "plan_cpu", "plan_mem", "plan_gpu")
-        }
-        for c in ("inst_num", "plan_cpu", "plan_mem", "plan_gpu"):
-            if v[c] < 0:  # NaN compares False: missing is not negative
-                raise ValueError(
-                    f"{task_csv}: line {line}: job_name {name!r}: field '{c}' is negative: {v[c]:g}"
-                )
-        if v["end_time"] < v["start_time"]:
-            raise ValueError(
-                f"{task_csv}: line {line}: job_name {name!r}: field 'end_time' {v['end_time']:g} is before "
-                f"start_time {v['start_time']:g} (negative duration)"
-            )
-        j = names.get(name)
-        if j is None:
-            orphans += 1
-            continue
-        if not (v["plan_gpu"] >= 0.5):  # round(plan_gpu) >= 1; NaN is no GPU
-            continue
-        score = v["inst_num"] * v["plan_gpu"] if not math.isnan(v["inst_num"]) else -1.0
-        if j not in best or score > best[j][0]:
-            best[j] = (
-                score,
-                line,
-                v["inst_num"],
-                v["start_time"],
-                v["end_time"],
-                v["plan_cpu"],
-                v["plan_mem"],
-                v["plan_gpu"],
-            )
-
-    # ---- keep / drop -------------------------------------------------------------------------------------
-    dropped = dict.fromkeys(DROP_REASONS, 0)
-    cols: dict[str, list] = {
-        k: [] for k in ("job_id", "submit", "n_inst", "gpu", "cpu", "mem", "work", "inst")
-    }
-    for j, (jline, name, inst_id, status, start) in enumerate(jobs):
-        t = best.get(j)
-        if status.lower() != "terminated":
-            reason = "not_terminated"
-        elif t is None:
-            reason = "no_gpu_task"
-        elif math.isnan(start) or math.isnan(t[3]) or math.isnan(t[4]):
-            reason = "missing_time"
-        elif math.isnan(t[2]) or math.isnan(t[5]) or math.isnan(t[6]):
-            reason = "missing_resource"
-        elif t[4] == t[3]:
-            reason = "zero_duration"
-        else:
-            reason = None
-        if reason is not None:
-            dropped[reason] += 1
-            continue
-        _, tline, inst_num, t_start, t_end, cpu, mem, gpu = t
-        if inst_num < 1 or inst_num != math.floor(inst_num):
-            raise ValueError(
-                f"{task_csv}: line {tline}: job_name {name!r}: field 'inst_num' must be a whole number >= 1, "
-                f"got {inst_num:g}"
-            )
-        submit = _round(start)
-        if not -_INT32_MAX <= submit <= _INT32_MAX:
-            raise ValueError(
-                f"{job_csv}: line {jline}: job_name {name!r}: field 'start_time' {start:g} "
-                "is outside int32 seconds"
-            )
-        for field, val in (
-            ("plan_cpu", _round(cpu)),
-            ("plan_mem", _round(mem * 1024)),
-            ("inst_num", inst_num),
-        ):
-            if val > _INT32_MAX:
-                raise ValueError(
-                    f"{task_csv}: line {tline}: job_name {name!r}: field '{field}' overflows int32"
-                )
-        cols["job_id"].append(j)
-        cols["submit"].append(submit)
-        cols["n_inst"].append(int(inst_num))
-        cols["gpu"].append(_round(gpu))
-        cols["cpu"].append(_round(cpu))
-        cols["mem"].append(_round(mem * 1024))
-        cols["work"].append(t_end - t_start)
-        cols["inst"].append(inst_id)
-
-    # ---- models from the group tags ----------------------------------------------------------------------
-    tags: dict[str, str] = {}
-    if group_tag_csv is not None:
-        for _, row in _rows(Path(group_tag_csv), GROUP_TAG_COLUMNS):
-            tags.setdefault(row[0].strip(), row[4])
-    model = [model_index(tags.get(i, "")) for i in cols.pop("inst")]
+    names, jobs = _read_jobs(job_csv)
+    best, n_tasks, orphans = _pick_gpu_tasks(task_csv, names)
+    cols, dropped = _keep_jobs(job_csv, task_csv, jobs, best)
+    model = _models(group_tag_csv, cols.pop("inst"))
 
     # ---- sort, build, drop too large ---------------------------------------------------------------------
-    submit = np.asarray(cols["submit"], dtype=np.int64)
-    order = np.argsort(submit, kind="stable")
-    was_sorted = bool(np.all(np.diff(submit) >= 0)) if submit.size else True
-    arrays = {k: np.asarray(v)[order] for k, v in cols.items()}
-    w = make_ddl_workload(
-        **{k: arrays[k] for k in ("job_id", "submit", "n_inst", "gpu", "cpu", "mem")},
-        work=arrays["work"].astype(np.float32),
-        model=np.asarray(model, dtype=np.int64)[order],
-        name=job_csv.name.removesuffix(".csv"),
-    )
+    w, was_sorted = _sorted_workload(cols, model, job_csv.name.removesuffix(".csv"))
     caps = {f"{k}_cap": np.full(n_machines, int(machine[k]), dtype=np.int64) for k in ("gpu", "cpu", "mem")}
     if drop_too_large:
         w, dropped["too_large"] = ddl.drop_too_large(w, **caps)

@@ -151,25 +151,11 @@ def _bad_token(source: str, lines: np.ndarray, rows: list[list[str]]) -> ValueEr
     return ValueError(f"{source}: could not parse the data lines as numbers")
 
 
-def parse_swf_text_with_report(
-    text: str,
-    *,
-    source: str = "<string>",
-    n_cores: int | None = None,
-    drop_too_wide: bool = False,
-    sort: str = "submit",
-    name: str | None = None,
-) -> tuple[Workload, SWFReport]:
-    """Parse SWF text (rules in the module docstring) into a `Workload` (`i32[J]` arrays) and a report.
-
-    `source` names the text in error messages; `name` defaults to `source`.
-    """
-    if sort not in _SORTS:
-        raise ValueError(f"sort must be one of {_SORTS}, got {sort!r}")
-    if n_cores is not None and int(n_cores) < 1:
-        raise ValueError(f"n_cores must be >= 1, got {n_cores}")
-
-    # --- split lines: header fields, data tokens, original line numbers --------------------------------
+def _split_lines(
+    text: str, source: str
+) -> tuple[dict[str, str], dict[str, int], dict[str, tuple[int, str]], list[list[str]], list[int]]:
+    """`(header fields, MaxNodes/MaxProcs values, their (line, key as written), data rows' tokens, data
+    rows' 1-based line numbers)`; blank lines are skipped, `;` lines that are not `Key: value` ignored."""
     fields: dict[str, str] = {}
     header_ints: dict[str, int] = {}
     header_lines: dict[str, tuple[int, str]] = {}  # maxnodes/maxprocs -> (line, key as written)
@@ -191,6 +177,18 @@ def parse_swf_text_with_report(
             continue
         rows.append(s.split())
         linenos.append(lineno)
+    return fields, header_ints, header_lines, rows, linenos
+
+
+def _machine_size(
+    source: str,
+    n_cores: int | None,
+    fields: dict[str, str],
+    header_ints: dict[str, int],
+    header_lines: dict[str, tuple[int, str]],
+) -> tuple[SWFHeader, int, str, int]:
+    """`(header, machine size, what gave the size (for messages), max_nodes)`: `n_cores` if given, else
+    the header's MaxProcs, else its MaxNodes."""
     if n_cores is None:  # the header gives the machine size: a value < 1 is not "no header"
         for low in ("maxprocs", "maxnodes"):
             if header_ints.get(low, 1) < 1:
@@ -216,12 +214,12 @@ def parse_swf_text_with_report(
             f"{source}: the file has no 'MaxNodes'/'MaxProcs' header giving the machine size; "
             "pass n_cores= (CLI: --n-cores) to supply it"
         )
+    return header, limit, limit_what, max_nodes
 
-    # --- columns -------------------------------------------------------------------------------------
-    lines = np.asarray(linenos, dtype=np.int64)
+
+def _column_count(source: str, lines: np.ndarray, rows: list[list[str]]) -> int:
+    """Columns per data line: 18, or more when every line carries the same extra trailing columns."""
     n_rows = len(rows)
-    if n_rows == 0:
-        raise ValueError(f"{source}: no job lines (only header/blank lines)")
     ncols = np.fromiter(map(len, rows), dtype=np.int64, count=n_rows)
     short = ncols < N_COLUMNS
     if short.any():
@@ -237,14 +235,23 @@ def parse_swf_text_with_report(
             f"{source}: line {lines[i]}: found {ncols[i]} columns, SWF has {N_COLUMNS} (extra trailing "
             "columns are only accepted when every data line has the same number of them)"
         )
+    return n_columns
+
+
+def _number_table(source: str, lines: np.ndarray, rows: list[list[str]], n_columns: int) -> np.ndarray:
+    """`f64[J, 18]`: each data row's first 18 tokens as numbers (a non-number is an error)."""
     if n_columns > N_COLUMNS:
         flat = [t for toks in rows for t in toks[:N_COLUMNS]]
     else:
         flat = [t for toks in rows for t in toks]
     try:
-        data = np.array(flat, dtype=np.float64).reshape(n_rows, N_COLUMNS)
+        return np.array(flat, dtype=np.float64).reshape(len(rows), N_COLUMNS)
     except ValueError:
         raise _bad_token(source, lines, rows) from None
+
+
+def _used_values(source: str, lines: np.ndarray, rows: list[list[str]], data: np.ndarray) -> np.ndarray:
+    """`i64[J, 8]`: the used columns (`_USED` order) rounded to integers; each must be a finite int32."""
     used = data[:, _USED]
     bad = ~np.isfinite(used) | (np.abs(used) > _INT32_MAX)
     if bad.any():
@@ -254,8 +261,11 @@ def parse_swf_text_with_report(
             f"{source}: line {lines[i]}: column {c + 1} ({COLUMN_NAMES[c]}) is not a finite int32 "
             f"number: {rows[i][c]!r}"
         )
-    vals = np.rint(used).astype(np.int64)
-    job_id, submit, run, alloc, req_procs, req_time, user, queue = vals.T
+    return np.rint(used).astype(np.int64)
+
+
+def _check_whole_numbers(source: str, lines: np.ndarray, rows: list[list[str]], data: np.ndarray) -> None:
+    """Raise unless the job ids and processor counts (columns 1, 5, 8) are whole numbers."""
     for c in (_JOB_ID, _ALLOC, _REQ_PROCS):  # an id or a processor count is never fractional
         frac = data[:, c] != np.floor(data[:, c])
         if frac.any():
@@ -265,6 +275,11 @@ def parse_swf_text_with_report(
                 f"{source}: line {lines[i]}: {which}column {c + 1} ({COLUMN_NAMES[c]}) is not a whole "
                 f"number: {rows[i][c]!r}"
             )
+
+
+def _check_unique_ids(source: str, lines: np.ndarray, job_id: np.ndarray) -> None:
+    """Raise at the first line that repeats an earlier job id (`job_id` `i64[J]`, file order)."""
+    n_rows = job_id.shape[0]
     by_id = np.argsort(job_id, kind="stable")
     repeat = np.zeros(n_rows, dtype=bool)
     repeat[by_id[1:]] = job_id[by_id[1:]] == job_id[by_id[:-1]]
@@ -276,15 +291,25 @@ def parse_swf_text_with_report(
             f"{lines[first]})"
         )
 
-    # --- RLScheduler's rules ---------------------------------------------------------------------------
-    keep = run != 0
-    n_zero = int(n_rows - keep.sum())
-    lines, job_id, submit, run, alloc, req_procs, req_time, user, queue = (
-        a[keep] for a in (lines, job_id, submit, run, alloc, req_procs, req_time, user, queue)
-    )
-    neg_run = run < 0
-    n_neg = int(neg_run.sum())
-    run = np.where(neg_run, 10, run)
+
+def _parse_columns(
+    source: str, rows: list[list[str]], linenos: list[int]
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """`(line numbers i64[J], used columns i64[J, 8] in `_USED` order, columns per line)`, all checked."""
+    lines = np.asarray(linenos, dtype=np.int64)
+    if len(rows) == 0:
+        raise ValueError(f"{source}: no job lines (only header/blank lines)")
+    n_columns = _column_count(source, lines, rows)
+    data = _number_table(source, lines, rows, n_columns)
+    vals = _used_values(source, lines, rows, data)
+    _check_whole_numbers(source, lines, rows, data)
+    _check_unique_ids(source, lines, vals[:, 0])
+    return lines, vals, n_columns
+
+
+def _check_kept_jobs(source, lines, job_id, submit, alloc, req_procs, cores, req_time) -> None:
+    """Raise at the first kept job (`i64[J]` columns) with a negative submit, no processor count, or a
+    requested time that is neither > 0 nor -1."""
     neg_submit = submit < 0
     if neg_submit.any():
         i = int(np.argmax(neg_submit))
@@ -292,7 +317,6 @@ def parse_swf_text_with_report(
             f"{source}: line {lines[i]}: column 2 ({COLUMN_NAMES[_SUBMIT]}) is negative: {submit[i]} "
             f"(job id {job_id[i]})"
         )
-    cores = np.maximum(alloc, req_procs)
     no_cores = cores <= 0
     if no_cores.any():
         i = int(np.argmax(no_cores))
@@ -308,6 +332,25 @@ def parse_swf_text_with_report(
             f"{source}: line {lines[i]}: job id {job_id[i]}: column 9 ({COLUMN_NAMES[_REQ_TIME]}) must be "
             f"> 0, or -1 for unknown, got {req_time[i]}"
         )
+
+
+def _apply_rules(
+    source: str, lines: np.ndarray, vals: np.ndarray, limit: int, limit_what: str, drop_too_wide: bool
+) -> tuple[list[np.ndarray], tuple[int, int, int, int]]:
+    """`([lines, job_id, submit, run, req_time, cores, user, queue], each i64[J'] in file order, (n_zero,
+    n_neg, n_req_from_run, n_wide))`: RLScheduler's drops and fixes of the module docstring."""
+    n_rows = vals.shape[0]
+    job_id, submit, run, alloc, req_procs, req_time, user, queue = vals.T
+    keep = run != 0
+    n_zero = int(n_rows - keep.sum())
+    lines, job_id, submit, run, alloc, req_procs, req_time, user, queue = (
+        a[keep] for a in (lines, job_id, submit, run, alloc, req_procs, req_time, user, queue)
+    )
+    neg_run = run < 0
+    n_neg = int(neg_run.sum())
+    run = np.where(neg_run, 10, run)
+    cores = np.maximum(alloc, req_procs)
+    _check_kept_jobs(source, lines, job_id, submit, alloc, req_procs, cores, req_time)
     no_req = req_time == -1
     n_req_from_run = int(no_req.sum())
     req_time = np.where(no_req, run, req_time)
@@ -323,14 +366,18 @@ def parse_swf_text_with_report(
     cols = [lines, job_id, submit, run, req_time, cores, user, queue]
     if n_wide:
         cols = [a[~wide] for a in cols]
-    lines, job_id, submit, run, req_time, cores, user, queue = cols
-    if job_id.size == 0:
+    if cols[1].size == 0:
         raise ValueError(
             f"{source}: no jobs left ({n_rows} rows, {n_zero} dropped with zero run time, "
             f"{n_wide} dropped as too wide)"
         )
+    return cols, (n_zero, n_neg, n_req_from_run, n_wide)
 
-    # --- order -------------------------------------------------------------------------------------
+
+def _order_jobs(source: str, sort: str, cols: list[np.ndarray]) -> tuple[bool, list[np.ndarray]]:
+    """`(were the rows in submit order, the columns `[lines, job_id, submit, ...]` i64[J'] in `sort`
+    order)`; raises if submits then decrease (the simulators need arrival order)."""
+    lines, job_id, submit = cols[0], cols[1], cols[2]
     was_sorted = bool((np.diff(submit) >= 0).all())
     if sort == "submit":
         order = np.lexsort((job_id, submit))
@@ -338,9 +385,7 @@ def parse_swf_text_with_report(
         order = np.argsort(job_id, kind="stable")
     else:
         order = np.arange(job_id.size)
-    lines, job_id, submit, run, req_time, cores, user, queue = (
-        a[order] for a in (lines, job_id, submit, run, req_time, cores, user, queue)
-    )
+    lines, job_id, submit, run, req_time, cores, user, queue = (a[order] for a in cols)
     back = np.diff(submit) < 0
     if back.any():
         i = int(np.argmax(back)) + 1
@@ -350,6 +395,34 @@ def parse_swf_text_with_report(
             f"at {submit[i]}, before job id {job_id[i - 1]} (line {lines[i - 1]}) at {submit[i - 1]}; "
             "the simulators need arrival order -- use sort='submit' (CLI: --order submit)"
         )
+    return was_sorted, [lines, job_id, submit, run, req_time, cores, user, queue]
+
+
+def parse_swf_text_with_report(
+    text: str,
+    *,
+    source: str = "<string>",
+    n_cores: int | None = None,
+    drop_too_wide: bool = False,
+    sort: str = "submit",
+    name: str | None = None,
+) -> tuple[Workload, SWFReport]:
+    """Parse SWF text (rules in the module docstring) into a `Workload` (`i32[J]` arrays) and a report.
+
+    `source` names the text in error messages; `name` defaults to `source`.
+    """
+    if sort not in _SORTS:
+        raise ValueError(f"sort must be one of {_SORTS}, got {sort!r}")
+    if n_cores is not None and int(n_cores) < 1:
+        raise ValueError(f"n_cores must be >= 1, got {n_cores}")
+    fields, header_ints, header_lines, rows, linenos = _split_lines(text, source)
+    header, limit, limit_what, max_nodes = _machine_size(source, n_cores, fields, header_ints, header_lines)
+    lines, vals, n_columns = _parse_columns(source, rows, linenos)
+    cols, (n_zero, n_neg, n_req_from_run, n_wide) = _apply_rules(
+        source, lines, vals, limit, limit_what, drop_too_wide
+    )
+    was_sorted, cols = _order_jobs(source, sort, cols)
+    _, job_id, submit, run, req_time, cores, user, queue = cols
 
     w = make_workload(
         submit=submit,
@@ -368,7 +441,7 @@ def parse_swf_text_with_report(
     report = SWFReport(
         source=source,
         header=header,
-        n_rows=n_rows,
+        n_rows=len(rows),
         n_jobs=int(job_id.size),
         n_dropped_zero_runtime=n_zero,
         n_negative_runtime_fixed=n_neg,
