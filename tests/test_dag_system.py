@@ -16,9 +16,10 @@ from config_edit import config_with
 
 from jaxsched.cli import main
 from jaxsched.experiments.config import config_from_dict
+from jaxsched.experiments.learner import train_learner
 from jaxsched.systems import get_system, load_run_config
 from jaxsched.systems.dag.config import DAGSystemConfig, build_dag
-from jaxsched.systems.dag.train import train_variant
+from jaxsched.systems.dag.train import LEARNER
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = ROOT / "configs/dag/quick.yaml"
@@ -167,9 +168,9 @@ def test_train_eval_and_an_exact_resume(tmp_path):
     )
 
     cfg = config_from_dict(DAGSystemConfig, d | {"out_dir": str(tmp_path / "resumed")})
-    train_variant(cfg, "full", progress=False, stop_after_chunks=1)
+    train_learner(LEARNER, cfg, "full", progress=False, stop_after_chunks=1)
     assert len((tmp_path / "resumed/tiny/full/metrics.jsonl").read_text().splitlines()) == 1
-    train_variant(cfg, "full", resume=True, progress=False)
+    train_learner(LEARNER, cfg, "full", resume=True, progress=False)
     from jaxsched.experiments.train import checkpoint_manager, read_metrics
 
     def final(root):

@@ -16,11 +16,12 @@ from config_edit import config_with
 
 from jaxsched.cli import main
 from jaxsched.experiments.config import config_from_dict
+from jaxsched.experiments.learner import train_learner
 from jaxsched.experiments.train import checkpoint_manager, read_metrics
 from jaxsched.systems import get_system, load_run_config
 from jaxsched.systems.osdec.config import OSDECConfig, build_osdec
 from jaxsched.systems.osdec.table import osdec_table
-from jaxsched.systems.osdec.train import train_learner
+from jaxsched.systems.osdec.train import LEARNER
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = ROOT / "configs/osdec/quick.yaml"
@@ -100,8 +101,8 @@ def test_train_eval_and_an_exact_resume(tmp_path):
     _table(tmp_path, path, d, out)
 
     cfg = config_from_dict(OSDECConfig, d | {"out_dir": str(tmp_path / "resumed")})
-    train_learner(cfg, "osdec", progress=False, stop_after_chunks=1)
-    train_learner(cfg, "osdec", resume=True, progress=False)
+    train_learner(LEARNER, cfg, "osdec", progress=False, stop_after_chunks=1)
+    train_learner(LEARNER, cfg, "osdec", resume=True, progress=False)
 
     def final(root):
         mngr = checkpoint_manager(root / "tiny/osdec", read_only=True)

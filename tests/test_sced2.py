@@ -13,8 +13,9 @@ import yaml
 
 from jaxsched.cli import main
 from jaxsched.experiments.config import config_from_dict
+from jaxsched.experiments.learner import train_learner
 from jaxsched.systems.sced2.config import SCED2Config, build_sced2
-from jaxsched.systems.sced2.train import train_network
+from jaxsched.systems.sced2.train import LEARNER
 
 TINY = {
     "kind": "sced2",
@@ -158,8 +159,8 @@ def test_train_eval_and_an_exact_resume(tmp_path, capsys):
         assert fig8[policy][0] == pytest.approx(out[policy]["avg_effectiveness"]["mean"], rel=1e-6)
 
     cfg = _config(out_dir=str(tmp_path / "resumed"))
-    assert train_network(cfg, "shared", progress=False, stop_after_chunks=1) is not None
-    train_network(cfg, "shared", resume=True, progress=False)
+    assert train_learner(LEARNER, cfg, "shared", progress=False, stop_after_chunks=1) is not None
+    train_learner(LEARNER, cfg, "shared", resume=True, progress=False)
     from jaxsched.experiments.train import checkpoint_manager, read_metrics
 
     def final(root):

@@ -10,6 +10,8 @@ pairs in a paired test.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -40,6 +42,66 @@ def spread_windows(n_windows: int, episodes: int) -> np.ndarray:
             f"got {episodes}"
         )
     return np.round(np.linspace(0, n_windows - 1, episodes)).astype(np.int32)
+
+
+_PROGRAMS: dict = {}  # every system's compiled evaluation programs (`episodes_program`)
+
+
+def switched(policies) -> Callable:
+    """Parameter-free `policies` (a sequence) as one policy whose params are a branch index
+    (`lax.switch`): `vmap`ped over `jnp.arange(len(policies))`, several heuristics are one program."""
+    branches = [lambda obs, k, p=p: p(None, obs, k) for p in policies]
+    return lambda index, obs, k: jax.lax.switch(index, branches, obs, k)
+
+
+def episodes_program(cache_key: tuple, env, policy, seeds: bool = False, batched: tuple[str, ...] = ()):
+    """Jitted `fn(lead, params, episodes, keys) -> {metric: [L, (S,) E]}`: `policy(lead[l], obs, key)` on
+    the held-out episodes `episodes` (`i32[E]`, each pinned by `env.episode`; None: each key draws its
+    own, as in training) with `keys` `[E]` — `[S, E]` with `seeds` (evaluation seeds of a stochastic env)
+    — `vmap`ped over `lead` `[L]` (the training seeds' network params, or `switched`'s branch indices).
+
+    The env params (the bank) are an argument, so another bank of the same shapes runs without compiling
+    again. `batched` names params fields with a leading candidate axis `[C]` (`vmap`ped, every other field
+    shared; outputs `[C, L, ...]`). Cached by `cache_key` (what identifies `policy`) with the env's type,
+    config, `seeds` and `batched`: one cache for every system."""
+    key = (*cache_key, type(env), env.config, seeds, batched)
+    if key not in _PROGRAMS:
+
+        def one(lead, params, i, k):
+            return run_episode(env, params if i is None else env.episode(params, i), policy, lead, k)
+
+        def fn(lead, params, episodes, keys):
+            f = jax.vmap(one, in_axes=(None, None, None if episodes is None else 0, 0))  # episodes
+            if seeds:
+                f = jax.vmap(f, in_axes=(None, None, None, 0))  # evaluation seeds: keys [S, E]
+            f = jax.vmap(f, in_axes=(0, None, None, None))  # lead
+            if batched:
+                axes = jax.tree.map(lambda _: None, params).replace(**dict.fromkeys(batched, 0))
+                f = jax.vmap(f, in_axes=(None, axes, None, None))  # candidates
+            return f(lead, params, episodes, keys)
+
+        _PROGRAMS[key] = jax.jit(fn)
+    return _PROGRAMS[key]
+
+
+def run_policies(
+    env, params, policies: dict, episodes, keys, cache_key: tuple = (), seeds: bool = False,
+    batched: tuple[str, ...] = (),
+) -> dict[str, dict[str, np.ndarray]]:  # fmt: skip
+    """Parameter-free policies (`{name: policy}`) on the held-out episodes `episodes` as one program
+    (`switched`, `episodes_program`; `cache_key`: whatever else identifies the env). Returns `{name:
+    {metric: [(C,) (S,) E, ...]}}`."""
+    names = tuple(policies)
+    policy = switched(list(policies.values()))
+    fn = episodes_program(("switched", tuple(policies.items()), *cache_key), env, policy, seeds, batched)
+    out = jax.device_get(fn(jnp.arange(len(names)), params, jnp.asarray(episodes, jnp.int32), keys))
+    axis = 1 if batched else 0
+    return {n: {k: np.take(np.asarray(v), i, axis=axis) for k, v in out.items()} for i, n in enumerate(names)}
+
+
+def fixed_keys(episodes: int) -> jax.Array:
+    """`[episodes]` copies of `key(0)`: the keys of a deterministic env and policy."""
+    return jax.vmap(lambda _: jax.random.key(0))(jnp.arange(episodes))
 
 
 def evaluate_policy(env, env_params, policy, keys: jax.Array, policy_params=None) -> dict[str, np.ndarray]:

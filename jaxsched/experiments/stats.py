@@ -182,3 +182,9 @@ def paired_tests(this: dict, other: dict, name: str, keys) -> dict:
         }
         for key in keys
     }
+
+
+def best_of(results: dict, labels, metric: str, lower_is_better: bool = True) -> str:
+    """The label among `labels` whose mean `metric` (`results[label][metric]["mean"]`) is the best."""
+    pick = min if lower_is_better else max
+    return pick(labels, key=lambda b: results[b][metric]["mean"])

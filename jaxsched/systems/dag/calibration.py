@@ -25,8 +25,9 @@ from jaxsched.experiments.calibration import (
     shifted_held_out,
     with_workload,
 )
+from jaxsched.experiments.evaluate import eval_episode_keys
 from jaxsched.systems.dag.config import DAGSystemConfig, build_params, make_env
-from jaxsched.systems.dag.evaluate import episode_keys, eval_episodes, run_heuristics
+from jaxsched.systems.dag.evaluate import eval_episodes, run_heuristics
 
 PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.csv")
 METRICS = ("avg_jct", "makespan")
@@ -44,7 +45,7 @@ def baselines(cfg: DAGSystemConfig) -> dict:
     per_seed = []
     for seed in held_out_bank_seeds(cfg):
         env, params, episodes = _bank(cfg, seed)
-        res = run_heuristics(env, params, cfg.eval.baselines, episode_keys(cfg, episodes))
+        res = run_heuristics(env, params, cfg.eval.baselines, eval_episode_keys(cfg.eval.seed, episodes))
         per_seed.append({n: {k: np.asarray(r[k])[0] for k in METRICS} for n, r in res.items()})
     return {n: {k: np.stack([r[n][k] for r in per_seed]) for k in METRICS} for n in per_seed[0]}
 

@@ -41,14 +41,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.experiments.evaluate import eval_episode_keys, run_episode
+from jaxsched.experiments.evaluate import episodes_program, eval_episode_keys, run_policies
+from jaxsched.experiments.learner import restore_learner, run_dir_of
 from jaxsched.experiments.report import print_metric_table, write_json
-from jaxsched.experiments.stats import paired_tests, run_stats
+from jaxsched.experiments.stats import best_of, paired_tests, run_stats
 from jaxsched.experiments.system import Metric
-from jaxsched.experiments.train import CHECKPOINT_DIR, EVAL_FILE, restore_latest, trained_learners
+from jaxsched.experiments.train import CHECKPOINT_DIR, EVAL_FILE, trained_learners
 from jaxsched.policies.dag import make_heuristic
 from jaxsched.systems.dag.config import VARIANTS, DAGSystemConfig, build_dag, make_env
-from jaxsched.systems.dag.train import abstract_runner, reinforce_for, run_dir_of
+from jaxsched.systems.dag.train import LEARNER, reinforce_for
 
 # The system's metrics (the shared layer's tables and the training report).
 DAG_METRICS = (
@@ -67,72 +68,34 @@ PAIRED_METRICS = ("avg_jct", "makespan")
 LEARNER_LABELS = {v: v for v in VARIANTS}  # a variant's label in the results is its name
 HEADLINE = "full"  # the paper's agent, tested against the ablations
 JCT_KEY = "jct"
-_PROGRAMS: dict = {}  # the jitted evaluation programs, per policy and env (`_heuristics_program`)
 
 
-def episode_keys(cfg: DAGSystemConfig, episodes: int) -> jax.Array:
-    return eval_episode_keys(cfg.eval.seed, episodes)
-
-
-def _env_key(env) -> tuple:
-    return (type(env), env.config, getattr(env, "jct", False))
-
-
-def _heuristics_program(env, names: tuple[str, ...]):
-    """Jitted `fn(indices, params, episodes, keys)`: the heuristics `names` (a `lax.switch` branch each) on
-    the episodes of any bank of `env`'s shapes; cached per (env, names), so another bank of the same shapes
-    (another load, a padded job count) runs without compiling again."""
-    cache_key = ("heuristics", *_env_key(env), names)
-    if cache_key not in _PROGRAMS:
-        heuristics = [make_heuristic(env, n) for n in names]
-        branches = [lambda obs, k, p=p: p(None, obs, k) for p in heuristics]
-
-        def one(index, params, episode, key):
-            policy = lambda _, obs, k: jax.lax.switch(index, branches, obs, k)  # noqa: E731
-            return run_episode(env, env.episode(params, episode), policy, None, key)
-
-        per_episode = jax.vmap(one, in_axes=(None, None, 0, 0))
-        _PROGRAMS[cache_key] = jax.jit(jax.vmap(per_episode, in_axes=(0, None, None, None)))
-    return _PROGRAMS[cache_key]
+def _jct(env) -> bool:
+    """Whether `env` reports every job's JCT (`SystemDAGEnv(jct=True)`): part of a program's identity."""
+    return getattr(env, "jct", False)
 
 
 def run_heuristics(env, params, names, keys) -> dict[str, dict[str, np.ndarray]]:
-    """The heuristics `names` on test episodes `0 .. len(keys)-1`, one program (a `lax.switch` branch per
-    heuristic). Returns `{name: {metric: [1, episodes, ...]}}`."""
-    names = tuple(names)
-    fn = _heuristics_program(env, names)
-    out = jax.device_get(fn(jnp.arange(len(names)), params, jnp.arange(keys.shape[0]), keys))
-    return {n: {k: np.asarray(v[i])[None] for k, v in out.items()} for i, n in enumerate(names)}
-
-
-def _agent_program(cfg: DAGSystemConfig, variant: str, env):
-    """Jitted `fn(net_params [seeds], params, episodes, keys)` of `variant`'s policy, cached like
-    `_heuristics_program` (per network, REINFORCE config and env)."""
-    greedy = cfg.eval.greedy
-    cache_key = ("agent", *_env_key(env), cfg.reinforce, cfg.agent.hidden, cfg.agent.levels, variant, greedy)
-    if cache_key not in _PROGRAMS:
-        policy = reinforce_for(cfg, variant, env).policy(greedy=greedy)
-
-        def one(p, params, episode, key):
-            return run_episode(env, env.episode(params, episode), policy, p, key)
-
-        per_episode = jax.vmap(one, in_axes=(None, None, 0, 0))
-        _PROGRAMS[cache_key] = jax.jit(jax.vmap(per_episode, in_axes=(0, None, None, None)))
-    return _PROGRAMS[cache_key]
+    """The heuristics `names` on test episodes `0 .. len(keys)-1`, one program (`run_policies`: a
+    `lax.switch` branch per heuristic). Returns `{name: {metric: [1, episodes, ...]}}`."""
+    policies = {n: make_heuristic(env, n) for n in names}
+    out = run_policies(env, params, policies, np.arange(keys.shape[0]), keys, cache_key=(_jct(env),))
+    return {n: {k: v[None] for k, v in m.items()} for n, m in out.items()}
 
 
 def run_agent(cfg: DAGSystemConfig, variant: str, env, params, net_params, keys) -> dict[str, np.ndarray]:
     """Each seed's policy (`net_params` with a leading seed axis) on test episodes `0 .. len(keys)-1`:
     `{metric: [seeds, episodes, ...]}`."""
-    fn = _agent_program(cfg, variant, env)
+    greedy = cfg.eval.greedy
+    cache_key = ("agent", _jct(env), cfg.reinforce, cfg.agent.hidden, cfg.agent.levels, variant, greedy)
+    fn = episodes_program(cache_key, env, reinforce_for(cfg, variant, env).policy(greedy=greedy))
     out = jax.device_get(fn(net_params, params, jnp.arange(keys.shape[0]), keys))
     return {k: np.asarray(v) for k, v in out.items()}
 
 
 def load_net_params(cfg: DAGSystemConfig, variant: str, env, train_params):
     """`(network params [seeds], update)` of variant `variant`'s latest checkpoint."""
-    template = lambda: abstract_runner(cfg, variant, env, train_params)  # noqa: E731
-    runner, step = restore_latest(run_dir_of(cfg, variant), template)
+    runner, step = restore_learner(LEARNER, cfg, variant, env, train_params)
     return runner.params, step
 
 
@@ -140,11 +103,6 @@ def summarize(per: dict[str, np.ndarray]) -> tuple[dict, np.ndarray]:
     """`(results, jct)`: the stats of every scalar metric, and the per-job JCTs `i32[runs, episodes, N]`."""
     jct = np.asarray(per[JCT_KEY], np.int32)
     return {k: run_stats(v) for k, v in per.items() if k != JCT_KEY}, jct
-
-
-def best_baseline(results: dict, labels) -> str:
-    """The baseline among `labels` with the lowest mean average JCT."""
-    return min(labels, key=lambda b: results[b]["avg_jct"]["mean"])
 
 
 def paired(this: dict, other: dict, name: str) -> dict:
@@ -199,7 +157,7 @@ def evaluate_dag(cfg: DAGSystemConfig, checkpoint=None, episodes: int | None = N
     std, per_seed, per_episode[, vs_best, vs_<variant>]}}}`."""
     env, train_params, test_params = build_dag(cfg)
     episodes = eval_episodes(cfg, test_params, episodes)
-    keys = episode_keys(cfg, episodes)
+    keys = eval_episode_keys(cfg.eval.seed, episodes)
     variants, one_variant = [], checkpoint is not None and (Path(checkpoint) / CHECKPOINT_DIR).is_dir()
     if checkpoint is not None:
         variants, path = trained_learners(
@@ -210,7 +168,7 @@ def evaluate_dag(cfg: DAGSystemConfig, checkpoint=None, episodes: int | None = N
     nets = {v: net_params for v, (net_params, _) in loaded.items()}
     everything, jct = evaluate_on(cfg, test_params, keys, cfg.eval.baselines, nets)
     results = {name: everything[name] for name in cfg.eval.baselines}
-    best = best_baseline(results, cfg.eval.baselines) if cfg.eval.baselines else None
+    best = best_of(results, cfg.eval.baselines, "avg_jct") if cfg.eval.baselines else None
     trained: dict[str, tuple[str, dict, int]] = {}
     for variant, (_, step) in loaded.items():
         label = LEARNER_LABELS[variant]

@@ -40,20 +40,20 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxsched.experiments.evaluate import eval_episode_keys
+from jaxsched.experiments.learner import run_dir_of
 from jaxsched.experiments.plots import plot_cdf_panels, plot_line_panels
 from jaxsched.experiments.report import DASH, machine_line, mean_std
+from jaxsched.experiments.stats import best_of
 from jaxsched.experiments.system import PaperTable
 from jaxsched.experiments.train import CHECKPOINT_DIR
 from jaxsched.systems.dag.config import DAGSystemConfig, build_dag, build_params, make_env
 from jaxsched.systems.dag.evaluate import (
     LEARNER_LABELS,
-    best_baseline,
-    episode_keys,
     eval_episodes,
     evaluate_on,
     load_net_params,
 )
-from jaxsched.systems.dag.train import run_dir_of
 from jaxsched.workloads.dag_bank import pad_bank
 
 HELP = "the idle-slot DAG paper's Table 1 and Figs. 4–6 (loads, job counts, long-job length and rate)"
@@ -123,7 +123,7 @@ def table1(configs) -> tuple[list[str], dict]:
             ours_txt = f"×{ratios[v]:.3f}" if v in ratios else DASH
             cells.append(ours_txt + (f" (×{paper_ratios[v]:.3f})" if v in paper_ratios else ""))
         heuristics = [b for b in cfg.eval.baselines if b in results]
-        best = best_baseline(results, heuristics) if heuristics else None
+        best = best_of(results, heuristics, "avg_jct") if heuristics else None
         cells.append(DASH if best is None else f"{best} {mean_std(results[best]['avg_jct'])}")
         tests = {}
         for v in ("no_idle", "no_features"):
@@ -171,7 +171,8 @@ class Reevaluator:
         for variant in cfg.agent.variants:
             if (run_dir_of(cfg, variant) / CHECKPOINT_DIR).is_dir():
                 nets[variant], steps[variant] = load_net_params(cfg, variant, env, train_params)
-        return cls(cfg, nets, steps, episodes, episode_keys(cfg, episodes), _shape(test_params))
+        keys = eval_episode_keys(cfg.eval.seed, episodes)
+        return cls(cfg, nets, steps, episodes, keys, _shape(test_params))
 
     def bank(self, **workload):
         """The test params of the config with `workload` changes."""

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.experiments.evaluate import run_episode
+from jaxsched.experiments.evaluate import run_policies
 from jaxsched.experiments.report import print_metric_table, write_json
 from jaxsched.experiments.system import Metric
 from jaxsched.experiments.train import EVAL_FILE
@@ -45,63 +45,26 @@ def seed_keys(seed: int, num_seeds: int, n_episodes: int) -> jax.Array:
     )(jnp.arange(num_seeds))
 
 
-_PROGRAMS: dict = {}  # the compiled evaluation programs, per env config and policy set (as SCED²'s, DAG's)
-
-
-def _program(env, policies: dict, batched: tuple[str, ...] = ()):
-    """Jitted `fn(indices, params, starts, keys)` for `evaluate_on_episodes`, cached by the env's config and
-    the policies (names and functions: `make_heuristic` returns the same function for a name): the params
-    (the bank, the knobs a calibration fit varies) are an argument, so another bank or knob value of the
-    same shapes does not compile again. `batched`: params fields with a leading candidate axis `[C]`
-    (vmapped; every other field shared), the outputs then `[C, policies, S, E]`."""
-    names = tuple(policies)
-    cache_key = (type(env), env.config, tuple(policies.items()), batched)
-    if cache_key not in _PROGRAMS:
-        branches = [lambda obs, k, p=policies[n]: p(None, obs, k) for n in names]
-
-        def one(index, params, start, key):
-            p = params.replace(starts=start[None])  # pin the episode
-            policy = lambda _, obs, k: jax.lax.switch(index, branches, obs, k)  # noqa: E731
-            return run_episode(env, p, policy, None, key)
-
-        over_keys = jax.vmap(one, in_axes=(None, None, None, 0))  # seeds
-        over_eps = jax.vmap(over_keys, in_axes=(None, None, 0, 1), out_axes=1)  # episodes
-        fn = jax.vmap(over_eps, in_axes=(0, None, None, None))  # policies
-        if batched:
-
-            def fn_batched(indices, params, starts, keys, fn=fn):
-                axes = jax.tree.map(lambda _: None, params).replace(**dict.fromkeys(batched, 0))
-                return jax.vmap(fn, in_axes=(None, axes, None, None))(indices, params, starts, keys)
-
-            fn = fn_batched
-        _PROGRAMS[cache_key] = jax.jit(fn)
-    return _PROGRAMS[cache_key]
-
-
 def evaluate_on_episodes(env, params, policies: dict, starts, keys) -> dict[str, dict[str, np.ndarray]]:
-    """Parameter-free policies (`{name: policy}`) on test episodes starting at `starts` (`[E]`), each with
-    the keys `keys[:, e]` (`[S, E]`), as one program (one `lax.switch` branch per policy; `_program`).
-    Returns `{name: {metric: [S, E]}}`."""
-    names = list(policies)
-    fn = _program(env, policies)
-    out = fn(jnp.arange(len(names)), params, jnp.asarray(starts, jnp.int32), keys)
-    return {n: {k: np.asarray(v[i]) for k, v in out.items()} for i, n in enumerate(names)}
+    """Parameter-free policies (`{name: policy}`) on the test episodes starting at `starts` (`[E]`), each
+    with the keys `keys[:, e]` (`[S, E]`), as one program (`experiments.evaluate.run_policies`: the episode
+    `e` is `env.episode(params with starts, e)`). Returns `{name: {metric: [S, E]}}`."""
+    params = params.replace(starts=jnp.asarray(starts, jnp.int32))
+    return run_policies(env, params, policies, np.arange(len(starts)), keys, seeds=True)
 
 
 def evaluate_knob_candidates(env, params, candidates: dict, policies: dict, starts, keys) -> list[dict]:
     """`evaluate_on_episodes` for several values of scalar env params at once (`candidates`: `{params
     field: [C values]}`), one vmapped program over the candidates. Returns, per candidate, `{name: {metric:
     [S, E]}}`."""
-    names = list(policies)
     fields = tuple(sorted(candidates))
-    stacked = params.replace(**{f: jnp.asarray(candidates[f], getattr(params, f).dtype) for f in fields})
-    n = len(candidates[fields[0]])
-    out = _program(env, policies, fields)(
-        jnp.arange(len(names)), stacked, jnp.asarray(starts, jnp.int32), keys
+    stacked = params.replace(
+        starts=jnp.asarray(starts, jnp.int32),
+        **{f: jnp.asarray(candidates[f], getattr(params, f).dtype) for f in fields},
     )
-    return [
-        {nm: {k: np.asarray(v[c, i]) for k, v in out.items()} for i, nm in enumerate(names)} for c in range(n)
-    ]
+    per = run_policies(env, stacked, policies, np.arange(len(starts)), keys, seeds=True, batched=fields)
+    n = len(candidates[fields[0]])
+    return [{nm: {k: v[c] for k, v in m.items()} for nm, m in per.items()} for c in range(n)]
 
 
 def _stats(v: np.ndarray) -> dict:

@@ -64,12 +64,14 @@ def evaluate_planner(
     keys = seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts))[:n_seeds]
     planner = {"mosa": make_mosa, "malo": make_malo}[name](env, test_params)
 
-    def one(start, key):
-        return run_planner_episode(env, test_params.replace(starts=start[None]), planner, key)
+    params = test_params.replace(starts=jnp.asarray(starts, jnp.int32))
+
+    def one(i, key):
+        return run_planner_episode(env, env.episode(params, i), planner, key)
 
     t0 = time.perf_counter()
     fn = jax.jit(jax.vmap(jax.vmap(one, in_axes=(0, 0)), in_axes=(None, 0)))
-    out = jax.device_get(fn(jnp.asarray(starts, jnp.int32), keys))
+    out = jax.device_get(fn(jnp.arange(len(starts)), keys))
     per = {k: np.asarray(v) for k, v in out.items() if k != "return"}
     path = cfg.run_dir / name / EVAL_FILE
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -70,7 +70,8 @@ def make_mappo(mappo_config: MAPPOConfig, agent_config: DASAgentConfig, env, env
 
 def programs(mappo_config: MAPPOConfig, agent_config: DASAgentConfig, env):
     """Jitted `init(keys, env_params)`, `chunk(runner, env_params)` (vmapped over seeds),
-    `evaluate(actor_params [S], env_params, starts [E], keys [S, E], greedy) -> {metric: [S, E]}` and
+    `evaluate(actor_params [S], env_params, episodes [E], keys [S, E], greedy) -> {metric: [S, E]}` (episode
+    `i` is `env.episode(env_params, i)`) and
     `warm_start(runner, env_params) -> (runner, imitation metrics [S, imitation_updates])`."""
     cache_key = (mappo_config, agent_config, env.config)
     if cache_key not in _PROGRAMS:
@@ -81,14 +82,14 @@ def programs(mappo_config: MAPPOConfig, agent_config: DASAgentConfig, env):
         def chunk(runner, env_params):
             return jax.vmap(make_mappo(mappo_config, agent_config, env, env_params).train_chunk)(runner)
 
-        def evaluate(actor_params, env_params, starts, keys, greedy=True):
+        def evaluate(actor_params, env_params, episodes, keys, greedy=True):
             mappo = make_mappo(mappo_config, agent_config, env, env_params)
 
-            def one(actor, start, key):
-                return mappo.run_episode(actor, env_params.replace(starts=start[None]), key, greedy=greedy)
+            def one(actor, i, key):
+                return mappo.run_episode(actor, env.episode(env_params, i), key, greedy=greedy)
 
             over_episodes = jax.vmap(one, in_axes=(None, 0, 0))
-            return jax.vmap(over_episodes, in_axes=(0, None, 0))(actor_params, starts, keys)
+            return jax.vmap(over_episodes, in_axes=(0, None, 0))(actor_params, episodes, keys)
 
         def warm_start(runner, env_params):
             mappo = make_mappo(mappo_config, agent_config, env, env_params)
@@ -225,9 +226,10 @@ def validator(cfg: DASConfig, variant: str, env, train_params):
     _, _, evaluate, _ = programs(cfg.mappo, cfg.agent.agent_config(variant), env)
     n = cfg.eval.validation_episodes
     starts = jnp.asarray(validation_starts(train_params, cfg.env.episode_jobs, n), jnp.int32)
+    params, episodes = train_params.replace(starts=starts), jnp.arange(n)
     keys = validation_keys(cfg.eval.seed, cfg.num_seeds, n)
     greedy = cfg.eval.greedy
-    return lambda actor: np.asarray(evaluate(actor, train_params, starts, keys, greedy=greedy)["avg_jct_min"])
+    return lambda actor: np.asarray(evaluate(actor, params, episodes, keys, greedy=greedy)["avg_jct_min"])
 
 
 def evaluate_learned(cfg: DASConfig, variant: str, actor_params, env, test_params, starts):
@@ -237,7 +239,8 @@ def evaluate_learned(cfg: DASConfig, variant: str, actor_params, env, test_param
     sharding = seed_sharding(cfg.num_seeds)  # the seeds over the local devices
     keys = shard_seeds(seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts)), sharding)
     actor_params = shard_seeds(actor_params, sharding)
-    out = evaluate(actor_params, test_params, jnp.asarray(starts, jnp.int32), keys, greedy=cfg.eval.greedy)
+    params = test_params.replace(starts=jnp.asarray(starts, jnp.int32))
+    out = evaluate(actor_params, params, jnp.arange(len(starts)), keys, greedy=cfg.eval.greedy)
     return {k: np.asarray(v) for k, v in jax.device_get(out).items()}
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from jaxsched.agents.dbf import dbf_env
 from jaxsched.experiments.config import EVAL_TAG, purpose_key
-from jaxsched.experiments.evaluate import evaluate_policies, spread_windows
+from jaxsched.experiments.evaluate import run_policies, spread_windows
 from jaxsched.experiments.report import print_metric_table, write_json
 from jaxsched.experiments.select import restore_selected
 from jaxsched.experiments.sharding import seed_sharding, shard_seeds
@@ -82,9 +82,7 @@ def eval_run(cfg: DBFConfig, checkpoint_dir=None, episodes: int | None = None, j
     if checkpoint_dir is not None:
         policy_params, step = load_policy_params(cfg, checkpoint_dir, env, train_params)
         policy_params = shard_seeds(policy_params, seed_sharding(cfg.num_seeds))  # seeds over the devices
-        per_seed = agent_program(cfg, env)(
-            policy_params, keys, test_params, windows
-        )  # metric -> [seeds, episodes]
+        per_seed = agent_program(cfg, env)(policy_params, test_params, windows, keys)  # [seeds, episodes]
         results[AGENT] = {k: _stats(v) for k, v in jax.device_get(per_seed).items()}
     elif not cfg.eval.baselines:
         raise ValueError("nothing to evaluate: no --checkpoint and eval.baselines is empty")
@@ -96,7 +94,7 @@ def eval_run(cfg: DBFConfig, checkpoint_dir=None, episodes: int | None = None, j
             b: make_priority_policy(base_env, b.removesuffix("_easy"), b.endswith("_easy"))
             for b in cfg.eval.baselines
         }
-        for name, metrics in evaluate_policies(base_env, test_params, policies, keys, windows).items():
+        for name, metrics in run_policies(base_env, test_params, policies, windows, keys).items():
             results[name] = {k: _stats(np.asarray(v)[None]) for k, v in metrics.items()}
 
     e = cfg.env

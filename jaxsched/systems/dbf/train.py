@@ -15,7 +15,7 @@ import numpy as np
 
 from jaxsched.agents.ppo import PPO, PPOConfig
 from jaxsched.experiments.config import VALIDATION_TAG, purpose_key
-from jaxsched.experiments.evaluate import run_episode
+from jaxsched.experiments.evaluate import episodes_program
 from jaxsched.experiments.select import ValidationSelector
 from jaxsched.experiments.train import (
     abstract_state,
@@ -28,7 +28,6 @@ from jaxsched.experiments.train import (
 )
 from jaxsched.systems.dbf.config import AgentSection, DBFConfig, build_run
 
-_PROGRAMS: dict = {}
 SELECT_METRIC = "avg_wait"  # what `eval.select: validation` minimises: the paper's headline metric
 
 
@@ -54,24 +53,12 @@ def abstract_runner(cfg: DBFConfig, env, env_params):
 
 
 def agent_program(cfg: DBFConfig, env):
-    """Jitted `run(policy_params [S], keys [E], env_params, windows=None) -> {metric: [S, E]}`: each seed's
+    """Jitted `run(policy_params [S], env_params, windows, keys [E]) -> {metric: [S, E]}`: each seed's
     policy (greedy unless `eval.greedy: false`) on the episode of every key; with `windows` (`i32[E]`),
-    episode `e` plays window `windows[e]` (`env.episode`) instead of the one its key draws."""
-    key = ("agent", cfg.ppo, cfg.eval.greedy, env.config, cfg.agent)
-    if key not in _PROGRAMS:
-        policy = PPO(cfg.ppo, env, None, cfg.agent.build(env, cfg.ppo)).policy(greedy=cfg.eval.greedy)
-
-        def run(policy_params, keys, env_params, windows=None):
-            def one(pp, k, w):
-                params = env_params if w is None else env.episode(env_params, w)
-                return run_episode(env, params, policy, pp, k)
-
-            axis = None if windows is None else 0
-            per_seed = jax.vmap(one, in_axes=(None, 0, axis))
-            return jax.vmap(per_seed, in_axes=(0, None, None))(policy_params, keys, windows)
-
-        _PROGRAMS[key] = jax.jit(run)
-    return _PROGRAMS[key]
+    episode `e` plays window `windows[e]` (`env.episode`) instead of the one its key draws
+    (`experiments.evaluate.episodes_program`)."""
+    policy = PPO(cfg.ppo, env, None, cfg.agent.build(env, cfg.ppo)).policy(greedy=cfg.eval.greedy)
+    return episodes_program(("dbf", cfg.ppo, cfg.eval.greedy, cfg.agent), env, policy)
 
 
 def validator(cfg: DBFConfig, env, train_params):
@@ -79,7 +66,7 @@ def validator(cfg: DBFConfig, env, train_params):
     with their own keys (`VALIDATION_TAG`: never those of training or of the test episodes)."""
     keys = jax.random.split(purpose_key(cfg.eval.seed, VALIDATION_TAG), cfg.eval.validation_episodes)
     run = agent_program(cfg, env)
-    return lambda policy_params: np.asarray(run(policy_params, keys, train_params)[SELECT_METRIC])
+    return lambda policy_params: np.asarray(run(policy_params, train_params, None, keys)[SELECT_METRIC])
 
 
 def selection(cfg: DBFConfig, run_dir: Path, env, train_params, resuming: bool):

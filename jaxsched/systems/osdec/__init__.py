@@ -3,12 +3,15 @@ declaration.
 
 What the system defines, and where: its config (`config.OSDECConfig`: env / workload / agent / ppo / eval
 sections and `build_osdec`), its learners (`config.LEARNERS`: the paper's agent and Table 1's learned rows,
-`nn.osdec.OSDECAgent` trained by the project's PPO, `agents.ppo`, through `train.train_osdec` on the shared
-chunked trainer), its baselines (`policies.deferrable.HEURISTICS`), its metrics
-(`evaluate.OSDEC_METRICS`), its evaluation (`evaluate.evaluate_osdec`), the paper's Tables 1, 2 and 4
-(`table.PAPER_TABLE*`) and the command that sets ours beside them (`table`: `jaxsched table osdec`).
+`nn.osdec.OSDECAgent` trained by the project's PPO, `agents.ppo`, through `experiments.learner.train_all`
+(`train.LEARNER`) on the shared chunked trainer), its baselines (`policies.deferrable.HEURISTICS`), its
+metrics (`evaluate.OSDEC_METRICS`), its evaluation (`evaluate.evaluate_osdec`), the paper's Tables 1, 2 and
+4 (`table.PAPER_TABLE*`) and the command that sets ours beside them (`table`: `jaxsched table osdec`).
 """
 
+from functools import partial
+
+from jaxsched.experiments.learner import run_dir_of, train_all
 from jaxsched.experiments.system import System
 from jaxsched.policies.deferrable import HEURISTICS
 from jaxsched.systems.osdec import table
@@ -17,7 +20,7 @@ from jaxsched.systems.osdec.claims import claims
 from jaxsched.systems.osdec.config import OSDECConfig, build_osdec
 from jaxsched.systems.osdec.evaluate import LEARNER_LABELS, OSDEC_METRICS, evaluate_osdec
 from jaxsched.systems.osdec.table import PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE4
-from jaxsched.systems.osdec.train import run_dir_of, train_osdec
+from jaxsched.systems.osdec.train import LEARNER
 
 SYSTEM = System(
     kind="osdec",
@@ -27,7 +30,7 @@ SYSTEM = System(
     config=OSDECConfig,
     baselines=HEURISTICS,
     metrics=OSDEC_METRICS,
-    train=train_osdec,
+    train=partial(train_all, LEARNER),
     evaluate=evaluate_osdec,
     build=lambda cfg: build_osdec(cfg)[:2],
     run_dirs=lambda cfg: {LEARNER_LABELS[n]: run_dir_of(cfg, n) for n in cfg.agent.learners},

@@ -22,8 +22,9 @@ from jaxsched.experiments.calibration import (
     shifted_held_out,
     with_workload,
 )
+from jaxsched.experiments.evaluate import eval_episode_keys
 from jaxsched.systems.osdec.config import OSDECConfig, build_osdec
-from jaxsched.systems.osdec.evaluate import episode_keys, run_baseline
+from jaxsched.systems.osdec.evaluate import run_baseline
 
 PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.csv")
 METRICS = ("utilization", "delay_penalty", "total_reward")
@@ -49,7 +50,7 @@ def baselines(cfg: OSDECConfig) -> dict:
     per_seed = []
     for seed in held_out_bank_seeds(cfg):
         env, params, episodes = _bank(cfg, seed)
-        keys = episode_keys(cfg, episodes)
+        keys = eval_episode_keys(cfg.eval.seed, episodes)
         res = {b: run_baseline(env, params, b, keys) for b in cfg.eval.baselines}
         per_seed.append({b: {k: np.asarray(r[k])[0] for k in METRICS} for b, r in res.items()})
     out = {b: {k: np.stack([r[b][k] for r in per_seed]) for k in METRICS} for b in per_seed[0]}

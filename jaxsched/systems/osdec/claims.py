@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from jaxsched.experiments.claims import Claim, judge, judged, load_record, pct, per_episode, unjudged
+from jaxsched.experiments.stats import best_of
 
 TABLE1 = "osdec/table1_100updates.json"
 AUX = "osdec/table1_aux_eval.json"
@@ -55,7 +56,7 @@ def claims(results_dir: Path) -> list[Claim]:
     if t1 is None:
         out.append(unjudged("Table 1", "", "", "record missing", BUDGET, PRESET, TABLE1))
     else:
-        best = max(("fifo", "sjf", "tetris"), key=lambda h: t1[h]["total_reward"]["mean"])
+        best = best_of(t1, ("fifo", "sjf", "tetris"), "total_reward", lower_is_better=False)
         paper_best = max(("fifo", "sjf", "tetris"), key=PAPER_TOTAL.get)
         name = (
             f"OSDEC's total reward above the best heuristic (ours: {NAMES[best]}; paper: {NAMES[paper_best]})"

@@ -31,14 +31,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.experiments.evaluate import eval_episode_keys, run_episode
+from jaxsched.experiments.evaluate import episodes_program, eval_episode_keys, run_policies
+from jaxsched.experiments.learner import restore_learner, run_dir_of
 from jaxsched.experiments.report import print_metric_table, write_json
-from jaxsched.experiments.stats import paired_tests, run_stats
+from jaxsched.experiments.stats import best_of, paired_tests, run_stats
 from jaxsched.experiments.system import Metric
-from jaxsched.experiments.train import EVAL_FILE, restore_latest, trained_learners
+from jaxsched.experiments.train import EVAL_FILE, trained_learners
 from jaxsched.policies.deferrable import make_heuristic
 from jaxsched.systems.osdec.config import LEARNERS, OSDECConfig, build_osdec
-from jaxsched.systems.osdec.train import abstract_runner, ppo_for, run_dir_of
+from jaxsched.systems.osdec.train import LEARNER, ppo_for
 
 OSDEC_METRICS = (
     Metric("total_reward", "total reward", ",.1f", lower_is_better=False),
@@ -54,49 +55,26 @@ EVAL_METRICS = (
 PAIRED_METRICS = ("total_reward", "utilization")
 LEARNER_LABELS = {n: n for n in LEARNERS}
 HEADLINE = "osdec"
-_PROGRAMS: dict = {}
-
-
-def episode_keys(cfg: OSDECConfig, episodes: int) -> jax.Array:
-    return eval_episode_keys(cfg.eval.seed, episodes)
-
-
-def _program(key, env, policy, per_run_params: bool):
-    """Jitted `fn(policy_params, params, episodes, keys) -> {metric: [runs?, episodes]}` (a leading runs
-    axis when `per_run_params`: the policy params then carry one), cached by `key` (the bank is an
-    argument: another bank of the same shapes does not compile again)."""
-    key = (*key, env.config)
-    if key not in _PROGRAMS:
-
-        def one(pp, params, episode, k):
-            return run_episode(env, env.episode(params, episode), policy, pp, k)
-
-        per_episode = jax.vmap(one, in_axes=(None, None, 0, 0))
-        runs = jax.vmap(per_episode, in_axes=(0, None, None, None)) if per_run_params else per_episode
-        _PROGRAMS[key] = jax.jit(runs)
-    return _PROGRAMS[key]
 
 
 def run_baseline(env, params, name: str, keys) -> dict[str, np.ndarray]:
     """Heuristic `name` on test episodes `0 .. len(keys)-1`: `{metric: [1, episodes]}`."""
-    fn = _program(("heuristic", name), env, make_heuristic(env, name), False)
-    out = jax.device_get(fn(None, params, jnp.arange(keys.shape[0]), keys))
-    return {k: np.asarray(v)[None] for k, v in out.items()}
+    out = run_policies(env, params, {name: make_heuristic(env, name)}, np.arange(keys.shape[0]), keys)[name]
+    return {k: v[None] for k, v in out.items()}
 
 
 def run_learner(cfg: OSDECConfig, learner: str, env, params, policy_params, keys) -> dict[str, np.ndarray]:
     """Each seed's policy (`policy_params` with a leading seed axis): `{metric: [seeds, episodes]}`."""
     greedy = cfg.eval.greedy
     policy = ppo_for(cfg, learner, env, None).policy(greedy=greedy)
-    fn = _program(("learner", cfg.ppo, cfg.agent, learner, greedy), env, policy, True)
+    fn = episodes_program(("learner", cfg.ppo, cfg.agent, learner, greedy), env, policy)
     out = jax.device_get(fn(policy_params, params, jnp.arange(keys.shape[0]), keys))
     return {k: np.asarray(v) for k, v in out.items()}
 
 
 def load_policy_params(cfg: OSDECConfig, learner: str, env, train_params):
     """`((network params, obs stats) [seeds], update)` of `learner`'s latest checkpoint."""
-    template = lambda: abstract_runner(cfg, learner, env, train_params)  # noqa: E731
-    runner, step = restore_latest(run_dir_of(cfg, learner), template)
+    runner, step = restore_learner(LEARNER, cfg, learner, env, train_params)
     return (runner.params, runner.obs_stats), step
 
 
@@ -108,7 +86,7 @@ def evaluate_osdec(cfg: OSDECConfig, checkpoint=None, episodes: int | None = Non
     episodes = min(n_test, cfg.eval.episodes or n_test) if episodes is None else int(episodes)
     if not 1 <= episodes <= n_test:
         raise ValueError(f"episodes must be in 1..{n_test} (the test episodes), got {episodes}")
-    keys = episode_keys(cfg, episodes)
+    keys = eval_episode_keys(cfg.eval.seed, episodes)
     learners = []
     if checkpoint is not None:
         listed = cfg.agent.learners
@@ -116,7 +94,7 @@ def evaluate_osdec(cfg: OSDECConfig, checkpoint=None, episodes: int | None = Non
         cfg = cfg.replace(out_dir=str(path.parent), name=path.name)
     results = {b: {k: run_stats(v) for k, v in run_baseline(env, test_params, b, keys).items()}
                for b in cfg.eval.baselines}  # fmt: skip
-    best = max(cfg.eval.baselines, key=lambda b: results[b]["total_reward"]["mean"]) if results else None
+    best = best_of(results, cfg.eval.baselines, "total_reward", lower_is_better=False) if results else None
     learned, steps = {}, {}
     for learner in learners:
         pp, steps[learner] = load_policy_params(cfg, learner, env, train_params)

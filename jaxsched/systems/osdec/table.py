@@ -32,14 +32,16 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from jaxsched.experiments.evaluate import eval_episode_keys
+from jaxsched.experiments.learner import run_dir_of
 from jaxsched.experiments.plots import plot_lines
 from jaxsched.experiments.report import DASH, machine_line, mean_std
 from jaxsched.experiments.system import PaperTable
 from jaxsched.experiments.train import CHECKPOINT_DIR
 from jaxsched.policies.deferrable import make_heuristic
 from jaxsched.systems.osdec.config import OSDECConfig, build_osdec
-from jaxsched.systems.osdec.evaluate import HEADLINE, episode_keys, load_policy_params
-from jaxsched.systems.osdec.train import ppo_for, run_dir_of
+from jaxsched.systems.osdec.evaluate import HEADLINE, load_policy_params
+from jaxsched.systems.osdec.train import ppo_for
 
 HELP = "OSDEC's Tables 1, 2 and 4 (utilization, delay, total reward) and one episode's capacity and load"
 
@@ -253,7 +255,7 @@ def episode_figure(cfg: OSDECConfig, episode: int, out: Path) -> tuple[list[str]
     if not 0 <= episode < cfg.workload.test_episodes:
         raise ValueError(f"--episode must be in 0..{cfg.workload.test_episodes - 1}, got {episode}")
     params = env.episode(test_params, episode)
-    key = episode_keys(cfg, episode + 1)[episode]
+    key = eval_episode_keys(cfg.eval.seed, episode + 1)[episode]
     steps = cfg.workload.horizon
     traces = {REFERENCE: episode_trace(env, params, make_heuristic(env, REFERENCE), None, key, steps)}
     if (run_dir_of(cfg, HEADLINE) / CHECKPOINT_DIR).is_dir():

@@ -25,14 +25,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.experiments.evaluate import run_episode
+from jaxsched.experiments.evaluate import episodes_program, fixed_keys, run_policies
+from jaxsched.experiments.learner import restore_learner, run_dir_of
 from jaxsched.experiments.report import print_metric_table, write_json
-from jaxsched.experiments.stats import run_stats, wilcoxon_signed_rank
+from jaxsched.experiments.stats import best_of, run_stats, wilcoxon_signed_rank
 from jaxsched.experiments.system import Metric
-from jaxsched.experiments.train import EVAL_FILE, restore_latest, trained_learners
+from jaxsched.experiments.train import EVAL_FILE, trained_learners
 from jaxsched.policies.gpu_locality import make_heuristic
 from jaxsched.systems.sced2.config import SCED2Config, build_sced2, window_env
-from jaxsched.systems.sced2.train import abstract_runner, dqn_for, run_dir_of
+from jaxsched.systems.sced2.train import LEARNER, dqn_for
 
 SCED2_METRICS = (
     Metric("avg_effectiveness", "avg E", ".3f", lower_is_better=False),
@@ -51,55 +52,27 @@ def baseline_label(name: str, window: str) -> str:
     return name if window == "window" else f"{name}@queue"
 
 
-_PROGRAMS: dict = {}  # the jitted evaluation programs, per env config and policy (as DAG's and OSDEC's)
-
-
-def _program(cache_key, env, policy):
-    """Jitted `fn(lead, params, episodes) -> {metric: [lead, episodes]}`: `policy(lead_i, obs, key)` on test
-    episodes `episodes` of the bank `params` (an argument, so another bank of the same shapes, e.g. Fig.
-    8's scaled gaps, runs without compiling again), `vmap`ped over `lead` (the seeds' Q-params, or the
-    heuristics' branch indices). Cached by `cache_key` and the env's type and config."""
-    cache_key = (*cache_key, type(env), env.config)
-    if cache_key not in _PROGRAMS:
-
-        def one(lead, params, episode):
-            return run_episode(env, env.episode(params, episode), policy, lead, jax.random.key(0))
-
-        per_episode = jax.vmap(one, in_axes=(None, None, 0))
-        _PROGRAMS[cache_key] = jax.jit(jax.vmap(per_episode, in_axes=(0, None, None)))
-    return _PROGRAMS[cache_key]
-
-
 def run_heuristics(env, params, names, episodes: int) -> dict[str, dict[str, np.ndarray]]:
-    """The heuristics `names` on test episodes `0 .. episodes-1`, one program (a `lax.switch` branch per
-    heuristic). Returns `{name: {metric: [episodes]}}`."""
-    names = tuple(names)
-    heuristics = [make_heuristic(env, n) for n in names]
-    branches = [lambda obs, k, p=p: p(None, obs, k) for p in heuristics]
-    switched = lambda index, obs, k: jax.lax.switch(index, branches, obs, k)  # noqa: E731
-    fn = _program(("heuristics", names), env, switched)
-    out = jax.device_get(fn(jnp.arange(len(names)), params, jnp.arange(episodes)))
-    return {n: {k: np.asarray(v[i]) for k, v in out.items()} for i, n in enumerate(names)}
+    """The heuristics `names` on test episodes `0 .. episodes-1`, one program (`run_policies`: a
+    `lax.switch` branch per heuristic; the env is deterministic, so every episode's key is `key(0)`).
+    Returns `{name: {metric: [episodes]}}`."""
+    policies = {n: make_heuristic(env, n) for n in names}
+    return run_policies(env, params, policies, np.arange(episodes), fixed_keys(episodes))
 
 
 def run_agent(cfg: SCED2Config, network: str, env, params, q_params, episodes: int) -> dict[str, np.ndarray]:
     """Each seed's greedy policy (`q_params` with a leading seed axis) on test episodes `0 .. episodes-1`:
     `{metric: [seeds, episodes]}`."""
     policy = dqn_for(cfg, network, env, params).policy()
-    fn = _program(("agent", cfg.dqn, cfg.agent, network), env, policy)
-    return {k: np.asarray(v) for k, v in jax.device_get(fn(q_params, params, jnp.arange(episodes))).items()}
+    fn = episodes_program(("agent", cfg.dqn, cfg.agent, network), env, policy)
+    out = fn(q_params, params, jnp.arange(episodes), fixed_keys(episodes))
+    return {k: np.asarray(v) for k, v in jax.device_get(out).items()}
 
 
 def load_q_params(cfg: SCED2Config, network: str, env, train_params):
     """`(q_params [seeds], update)` of learner `network`'s latest checkpoint."""
-    template = lambda: abstract_runner(cfg, network, env, train_params)  # noqa: E731
-    runner, step = restore_latest(run_dir_of(cfg, network), template)
+    runner, step = restore_learner(LEARNER, cfg, network, env, train_params)
     return runner.params, step
-
-
-def best_baseline(results: dict, labels) -> str:
-    """The baseline among `labels` with the highest mean average effectiveness."""
-    return max(labels, key=lambda b: results[b]["avg_effectiveness"]["mean"])
 
 
 def paired(agent: dict, baseline: dict, name: str) -> dict:
@@ -134,7 +107,7 @@ def evaluate_sced2(cfg: SCED2Config, checkpoint=None, episodes: int | None = Non
         for name, metrics in run_heuristics(base_env, test_params, cfg.eval.baselines, episodes).items():
             results[baseline_label(name, window)] = {k: run_stats(v) for k, v in metrics.items()}
     headline = [baseline_label(b, cfg.eval.headline) for b in cfg.eval.baselines]
-    best = best_baseline(results, headline) if headline else None
+    best = best_of(results, headline, "avg_effectiveness", lower_is_better=False) if headline else None
     networks = []
     if checkpoint is not None:
         networks, path = trained_learners(

@@ -27,19 +27,20 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from jaxsched.experiments.learner import run_dir_of
 from jaxsched.experiments.plots import plot_grouped_bars, plot_lines
+from jaxsched.experiments.stats import best_of
 from jaxsched.experiments.system import PaperTable
 from jaxsched.policies.gpu_locality import make_heuristic
 from jaxsched.systems.sced2.config import SCED2Config, build_sced2
 from jaxsched.systems.sced2.evaluate import (
     LEARNER_LABELS,
     baseline_label,
-    best_baseline,
     load_q_params,
     run_agent,
     run_heuristics,
 )
-from jaxsched.systems.sced2.train import dqn_for, run_dir_of
+from jaxsched.systems.sced2.train import dqn_for
 
 HELP = "SCED² paper figures: Fig. 7 per 1-GPU share, Fig. 8 interval sweep, Fig. 9/10, Table III"
 
@@ -237,7 +238,7 @@ def trace(env, params, policy, policy_params, steps: int):
 def fig10_and_table3(cfg: SCED2Config, results: dict, out: Path) -> list[str]:
     learners = _learners(results)
     headline = [baseline_label(b, cfg.eval.headline) for b in cfg.eval.baselines]
-    best = best_baseline(results, headline)
+    best = best_of(results, headline, "avg_effectiveness", lower_is_better=False)
     shown = learners + [best]
     groups = {
         "avg run time (s)": {p: _ms(results[p]["avg_actual"]) for p in shown},

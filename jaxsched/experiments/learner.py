@@ -1,0 +1,106 @@
+"""A system's learners as one declaration, and the one path that trains and restores them.
+
+A system says how to build its learners' compiled programs and which config fields hold their budget;
+this module does the rest, the same for every system:
+
+    LEARNER = Learner(programs=programs, names=lambda cfg: cfg.agent.variants, budget=lambda cfg: cfg.ppo,
+                      build=build_dag, summary=episode_summary("avg_jct", "avg JCT", "s"), curves=...)
+    train_learner(LEARNER, cfg, "full")            # one learner → cfg.run_dir / "full"
+    train_all(LEARNER, cfg)                        # every learner the config lists, the banks built once
+    runner, update = restore_learner(LEARNER, cfg, "full", env, train_params)
+
+Training is `experiments.train.train_chunks` (chunked, checkpointed, exact resume); each learner's run
+directory is `cfg.run_dir / <learner>`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jaxsched.experiments.train import (
+    abstract_state,
+    open_run_dir,
+    report_run,
+    restore_latest,
+    seed_keys,
+    train_chunks,
+)
+
+CONFIG_HEADER = "# resolved config written by `jaxsched train`\n"
+
+
+@dataclass(frozen=True)
+class Learner:
+    """What a system declares about its trained policies. Every callable takes the system's config."""
+
+    # programs(cfg, name, env) -> jitted (init(keys, env_params), chunk(runner, env_params)) over a leading
+    # seed axis (`experiments.train.seed_programs`)
+    programs: Callable[[Any, str, Any], tuple[Callable, Callable]]
+    names: Callable[[Any], Sequence[str]]  # the learners the config lists, trained in this order
+    # budget(cfg, name) -> the algorithm config: `total_updates`, `updates_per_chunk`, `steps_per_update`
+    budget: Callable[[Any, str], Any]
+    build: Callable[[Any], tuple]  # build(cfg) -> (env, train_params, ...): the env and its banks
+    summary: Callable[[list[dict]], str]  # the progress bar's label of a chunk's records
+    curves: Callable[[Any, str], tuple[str, ...]]  # curves(cfg, name): the learning curves' metrics
+    # config fields a resumed run may extend (e.g. the list of learners: one learner's run does not
+    # depend on the others)
+    may_grow: tuple[str, ...] = ()
+
+
+def run_dir_of(cfg, name: str) -> Path:
+    """Learner `name`'s run directory: `<out_dir>/<config name>/<name>`."""
+    return cfg.run_dir / name
+
+
+def learner_template(learner: Learner, cfg, name: str, env, env_params):
+    """Shapes, dtypes and shardings of learner `name`'s vmapped runner (a restore template; nothing runs)."""
+    init, _ = learner.programs(cfg, name, env)
+    return abstract_state(init, seed_keys(cfg), env_params)
+
+
+def restore_learner(learner: Learner, cfg, name: str, env, train_params) -> tuple[Any, int | list]:
+    """`(runner [seeds], update)` of learner `name`'s latest checkpoint (a `FileNotFoundError` naming the
+    run directory when there is none)."""
+    template = lambda: learner_template(learner, cfg, name, env, train_params)  # noqa: E731
+    return restore_latest(run_dir_of(cfg, name), template)
+
+
+def train_learner(
+    learner: Learner, cfg, name: str, resume: bool = False, progress: bool = True,
+    stop_after_chunks: int | None = None, devices: int | None = None, built: tuple | None = None,
+) -> Path:  # fmt: skip
+    """Train learner `name` of `cfg` on the shared chunked trainer; returns its run directory. `built`:
+    `learner.build(cfg)`'s result, when the caller has it; `stop_after_chunks` stops as if killed after
+    that many chunks (metrics and checkpoint written, no plot)."""
+    run_dir = run_dir_of(cfg, name)
+    t_build = time.perf_counter()
+    env, train_params = (learner.build(cfg) if built is None else built)[:2]
+    init, chunk = learner.programs(cfg, name, env)
+    open_run_dir(cfg, run_dir, resume, CONFIG_HEADER, may_grow=learner.may_grow)
+    b = learner.budget(cfg, name)
+    records = train_chunks(
+        run_dir, f"{cfg.name}/{name}", init, chunk, seed_keys(cfg), train_params, total=b.total_updates,
+        per_chunk=b.updates_per_chunk, steps_per_update=b.steps_per_update, summary=learner.summary,
+        resume=resume, progress=progress, stop_after_chunks=stop_after_chunks, t_build=t_build,
+        devices=devices,
+    )  # fmt: skip
+    if records is not None:
+        title = f"{cfg.name}/{name}: {cfg.num_seeds} seeds (mean ± std)"
+        report_run(run_dir, records, title, learner.curves(cfg, name), progress)
+    return run_dir
+
+
+def train_all(
+    learner: Learner, cfg, resume: bool = False, progress: bool = True, devices: int | None = None
+) -> list[Path]:
+    """Every learner of `learner.names(cfg)`, in turn (the banks built once); returns their run
+    directories."""
+    built = learner.build(cfg)
+    return [
+        train_learner(learner, cfg, n, resume=resume, progress=progress, devices=devices, built=built)
+        for n in learner.names(cfg)
+    ]
