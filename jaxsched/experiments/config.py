@@ -30,6 +30,8 @@ from typing import Any, ClassVar
 
 import yaml
 
+from jaxsched.core.checks import choices
+
 # Training seeds are `jax.random.split(key(seed), num_seeds)`, i.e. `fold_in(key(seed), i)` for small i.
 # Workload and evaluation keys fold a large purpose tag into their own seed instead, so no key is ever
 # used twice, even when `seed`, `bank_seed`, `test_seed` and `eval.seed` are equal.
@@ -113,6 +115,22 @@ class CalibrationSection:
         if len(set(keys)) != len(keys):
             raise ValueError(f"calibration.knobs names a key twice: {keys}")
         return tuple(out)
+
+
+@dataclass(frozen=True)
+class HeldOutEval:
+    """The part of an `eval:` section systems share: the held-out `episodes` (null: all of them, each
+    once) and the `baselines` evaluated beside the learners, names from the class's `BASELINES`."""
+
+    BASELINES: ClassVar[tuple[str, ...]] = ()
+
+    episodes: int | None = None
+    baselines: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if self.episodes is not None and self.episodes < 1:
+            raise ValueError(f"eval.episodes must be >= 1 or null, got {self.episodes}")
+        choices(self.baselines, "eval.baselines", self.BASELINES, "heuristic")
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,9 @@ from typing import ClassVar
 import numpy as np
 
 from jaxsched.agents.reinforce import ReinforceConfig
-from jaxsched.core.checks import at_least, choices, in_unit_interval, positive
+from jaxsched.core.checks import at_least, in_unit_interval, positive
 from jaxsched.envs.dag import DAGEnv
-from jaxsched.experiments.config import ExperimentConfig
+from jaxsched.experiments.config import ExperimentConfig, HeldOutEval
 from jaxsched.policies.dag import HEURISTICS
 
 KIND = "dag"
@@ -203,20 +203,16 @@ class AgentSection:
 
 
 @dataclass(frozen=True)
-class EvalSection:
+class EvalSection(HeldOutEval):
     """Held-out evaluation: each variant's policy (sampled, as Decima evaluates, or with `greedy` its most
     likely action at every decision; every seed) and the baselines on `episodes` test episodes (null: all
     of them), with the action-sampling keys drawn from `seed` (the same key per episode for every policy)."""
 
-    episodes: int | None = None
+    BASELINES: ClassVar[tuple[str, ...]] = BASELINES
+
     baselines: tuple[str, ...] = HEURISTICS
     seed: int = 0
     greedy: bool = False
-
-    def __post_init__(self):
-        if self.episodes is not None and self.episodes < 1:
-            raise ValueError(f"eval.episodes must be >= 1 or null, got {self.episodes}")
-        choices(self.baselines, "eval.baselines", BASELINES, "heuristic")
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from typing import ClassVar
 
 from jaxsched.agents.ppo import PPOConfig
 from jaxsched.core.checks import at_least, choices, positive
-from jaxsched.experiments.config import ExperimentConfig
+from jaxsched.experiments.config import ExperimentConfig, HeldOutEval
 from jaxsched.policies.deferrable import HEURISTICS
 
 KIND = "osdec"
@@ -222,19 +222,15 @@ class AgentSection:
 
 
 @dataclass(frozen=True)
-class EvalSection:
+class EvalSection(HeldOutEval):
     """Held-out evaluation: each learner's policy (greedy: the paper evaluates "without exploration
     noise") and the baselines on the first `episodes` test episodes (null: all)."""
 
-    episodes: int | None = None
+    BASELINES: ClassVar[tuple[str, ...]] = BASELINES
+
     baselines: tuple[str, ...] = BASELINES
     seed: int = 0
     greedy: bool = True
-
-    def __post_init__(self):
-        if self.episodes is not None and self.episodes < 1:
-            raise ValueError(f"eval.episodes must be >= 1 or null, got {self.episodes}")
-        choices(self.baselines, "eval.baselines", BASELINES, "heuristic")
 
 
 @dataclass(frozen=True)

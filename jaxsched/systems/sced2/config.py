@@ -24,8 +24,14 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from jaxsched.agents.dqn import DQNConfig
-from jaxsched.core.checks import at_least, choices, in_unit_interval, positive
-from jaxsched.experiments.config import TEST_BANK_TAG, TRAIN_BANK_TAG, ExperimentConfig, purpose_key
+from jaxsched.core.checks import at_least, in_unit_interval, positive
+from jaxsched.experiments.config import (
+    TEST_BANK_TAG,
+    TRAIN_BANK_TAG,
+    ExperimentConfig,
+    HeldOutEval,
+    purpose_key,
+)
 from jaxsched.policies.gpu_locality import HEURISTICS
 
 KIND = "sced2"
@@ -183,20 +189,19 @@ class AgentSection:
 
 
 @dataclass(frozen=True)
-class EvalSection:
+class EvalSection(HeldOutEval):
     """Held-out evaluation: every learner's greedy policy and the baselines on `episodes` test episodes
     (null: all of them, each once). A baseline runs over the agent's J-window (`window`) and over the
     whole waiting queue (`queue`); `headline` says which the paper tables compare against."""
 
-    episodes: int | None = None
+    BASELINES: ClassVar[tuple[str, ...]] = HEURISTICS
+
     baselines: tuple[str, ...] = HEURISTICS
     baseline_windows: tuple[str, ...] = BASELINE_WINDOWS
     headline: str = "window"
 
     def __post_init__(self):
-        if self.episodes is not None and self.episodes < 1:
-            raise ValueError(f"eval.episodes must be >= 1 or null, got {self.episodes}")
-        choices(self.baselines, "eval.baselines", HEURISTICS, "heuristic")
+        super().__post_init__()
         if not self.baseline_windows or any(w not in BASELINE_WINDOWS for w in self.baseline_windows):
             raise ValueError(
                 f"eval.baseline_windows must be a non-empty list of {', '.join(BASELINE_WINDOWS)}, "
