@@ -75,6 +75,17 @@ def seed_programs(cache_key, init_one, chunk_one, map_init: bool = True):
     return _SEED_PROGRAMS[cache_key]
 
 
+def algorithm_programs(cache_key, make_algorithm, map_init: bool = True):
+    """`seed_programs` of an algorithm built for the env params: `make_algorithm(env_params)` has
+    `init(key)` and `train_chunk(runner)` (PPO, DQN)."""
+    return seed_programs(
+        cache_key,
+        lambda key, env_params: make_algorithm(env_params).init(key),
+        lambda runner, env_params: make_algorithm(env_params).train_chunk(runner),
+        map_init,
+    )
+
+
 def seed_keys(cfg) -> jax.Array:
     """The training seeds of a config: `num_seeds` keys split from `seed` (vmapped by the trainer)."""
     return jax.random.split(jax.random.key(cfg.seed), cfg.num_seeds)

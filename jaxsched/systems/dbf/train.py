@@ -19,11 +19,11 @@ from jaxsched.experiments.evaluate import episodes_program
 from jaxsched.experiments.select import ValidationSelector
 from jaxsched.experiments.train import (
     abstract_state,
+    algorithm_programs,
     episode_summary,
     open_run_dir,
     report_run,
     seed_keys,
-    seed_programs,
     train_chunks,
 )
 from jaxsched.systems.dbf.config import AgentSection, DBFConfig, build_run
@@ -39,11 +39,8 @@ def programs(ppo_config: PPOConfig, env, agent: AgentSection | None = None):
     # lax.map for the inits rather than vmap: jaxlib 0.10.x wedges on the vmapped orthogonal init (batched
     # QR) on the CPU; the pinned 0.9.2 does not, but a loop keeps runs bit-identical to those in
     # docs/results and costs nothing (init is cheap).
-    return seed_programs(
-        ("dbf", ppo_config, env.config, agent),
-        lambda key, env_params: PPO(ppo_config, env, env_params, network).init(key),
-        lambda runner, env_params: PPO(ppo_config, env, env_params, network).train_chunk(runner),
-    )
+    cache_key = ("dbf", ppo_config, env.config, agent)
+    return algorithm_programs(cache_key, lambda env_params: PPO(ppo_config, env, env_params, network))
 
 
 def abstract_runner(cfg: DBFConfig, env, env_params):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from jaxsched.agents.ppo import PPO
 from jaxsched.experiments.learner import Learner
-from jaxsched.experiments.train import episode_summary, seed_programs
+from jaxsched.experiments.train import algorithm_programs, episode_summary
 from jaxsched.systems.osdec.config import OSDECConfig, build_osdec
 
 CURVE_METRICS = ("total_reward", "utilization", "approx_kl")  # and `aux_loss` for a learner with the module
@@ -29,11 +29,8 @@ def ppo_for(cfg: OSDECConfig, learner: str, env, env_params) -> PPO:
 
 def programs(cfg: OSDECConfig, learner: str, env):
     """Jitted `init(keys, env_params)` and `chunk(runner, env_params)` over a leading seed axis."""
-    return seed_programs(
-        ("osdec", cfg.ppo, env.config, cfg.agent, learner),
-        lambda key, env_params: ppo_for(cfg, learner, env, env_params).init(key),
-        lambda runner, env_params: ppo_for(cfg, learner, env, env_params).train_chunk(runner),
-    )
+    cache_key = ("osdec", cfg.ppo, env.config, cfg.agent, learner)
+    return algorithm_programs(cache_key, lambda env_params: ppo_for(cfg, learner, env, env_params))
 
 
 def curves(cfg: OSDECConfig, learner: str) -> tuple[str, ...]:

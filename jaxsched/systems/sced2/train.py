@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from jaxsched.agents.dqn import DQN
 from jaxsched.experiments.learner import Learner
-from jaxsched.experiments.train import episode_summary, seed_programs
+from jaxsched.experiments.train import algorithm_programs, episode_summary
 from jaxsched.systems.sced2.config import SCED2Config, build_sced2
 
 CURVE_METRICS = ("avg_effectiveness", "avg_jct", "td_loss", "episode_return")
@@ -27,11 +27,8 @@ def dqn_for(cfg: SCED2Config, network: str, env, env_params) -> DQN:
 
 def programs(cfg: SCED2Config, network: str, env):
     """Jitted `init(keys, env_params)` and `chunk(runner, env_params)` over a leading seed axis."""
-    return seed_programs(
-        ("sced2", cfg.dqn, env.config, cfg.agent, network),
-        lambda key, env_params: dqn_for(cfg, network, env, env_params).init(key),
-        lambda runner, env_params: dqn_for(cfg, network, env, env_params).train_chunk(runner),
-    )
+    cache_key = ("sced2", cfg.dqn, env.config, cfg.agent, network)
+    return algorithm_programs(cache_key, lambda env_params: dqn_for(cfg, network, env, env_params))
 
 
 LEARNER = Learner(
