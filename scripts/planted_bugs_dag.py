@@ -398,8 +398,8 @@ BUGS = [
     (
         "V2",
         EVALUATE,
-        'best = best_of(results, cfg.eval.baselines, "avg_jct")',
-        'best = best_of(results, cfg.eval.baselines, "avg_jct", lower_is_better=False)',
+        'compare_learners(learned, results, "avg_jct", True,',
+        'compare_learners(learned, results, "avg_jct", False,',
         T_SYSTEM,
     ),
     ("V3", TABLE, "return np.sort(v[v >= 0] / 1000.0)", "return np.sort(v / 1000.0)", T_SYSTEM),

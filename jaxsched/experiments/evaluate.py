@@ -163,3 +163,41 @@ def load_evaluated(path, system):
             f"`jaxsched eval {path} --checkpoint {cfg.run_dir}` first"
         )
     return cfg, results
+
+
+def compare_learners(
+    learned: dict, baselines: dict, best_metric: str, lower_is_better: bool, paired: tuple[str, ...],
+    headline: str | None = None,
+) -> str | None:  # fmt: skip
+    """Attach, in place, the paired tests (`stats.paired_tests`, over the distinct test episodes) every
+    evaluated learner gets: `vs_best` against the best baseline by `best_metric`, and for `headline` (the
+    paper's agent) `vs_<label>` against each other learner. `learned`, `baselines`: `{label: {metric:
+    run_stats}}`. Returns the best baseline's name (None without baselines)."""
+    from jaxsched.experiments.stats import best_of, paired_tests
+
+    best = best_of(baselines, list(baselines), best_metric, lower_is_better) if baselines else None
+    for res in learned.values():
+        if best is not None:
+            for key, test in paired_tests(res, baselines[best], best, paired).items():
+                res[key]["vs_best"] = test
+    if headline in learned:
+        head = learned[headline]
+        for label, res in learned.items():
+            if label != headline:
+                for key, test in paired_tests(head, res, label, paired).items():
+                    head[key][f"vs_{label}"] = test
+    return best
+
+
+def print_comparisons(learned: dict, paired: tuple[str, ...], lower_is_better: bool) -> None:
+    """One line per paired test `compare_learners` attached: the ratio in the direction where > 1 means
+    the learner is better, and the Wilcoxon p over its episodes."""
+    for label, res in learned.items():
+        for field in sorted(k for k in res[paired[0]] if k.startswith("vs_")):
+            for key in paired:
+                t = res[key][field]
+                ratio = t["ratio"] if lower_is_better else 1 / max(t["ratio"], 1e-9)
+                print(
+                    f"{label} vs {t['against']} ({key}): ×{ratio:.3f} (> 1: {label} better), "
+                    f"Wilcoxon p = {t['p']:.3g} over {t['n']} episodes"
+                )

@@ -41,10 +41,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.experiments.evaluate import episodes_program, eval_episode_keys, run_policies
+from jaxsched.experiments.evaluate import (
+    compare_learners,
+    episodes_program,
+    eval_episode_keys,
+    print_comparisons,
+    run_policies,
+)
 from jaxsched.experiments.learner import restore_learner, run_dir_of
 from jaxsched.experiments.report import print_metric_table, write_json
-from jaxsched.experiments.stats import best_of, paired_tests, run_stats
+from jaxsched.experiments.stats import run_stats
 from jaxsched.experiments.system import Metric
 from jaxsched.experiments.train import CHECKPOINT_DIR, EVAL_FILE, trained_learners
 from jaxsched.policies.dag import make_heuristic
@@ -105,17 +111,6 @@ def summarize(per: dict[str, np.ndarray]) -> tuple[dict, np.ndarray]:
     return {k: run_stats(v) for k, v in per.items() if k != JCT_KEY}, jct
 
 
-def paired(this: dict, other: dict, name: str) -> dict:
-    """Per paired metric: the Wilcoxon test of `this`'s per-episode means against `other`'s (named
-    `name`), and the ratio of the means other / this (> 1: this one is better)."""
-    return paired_tests(this, other, name, PAIRED_METRICS)
-
-
-def _attach(res: dict, tests: dict, field: str) -> None:
-    for key, test in tests.items():
-        res[key][field] = test
-
-
 def _write(path: Path, results: dict, jct: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(str(path), results)
@@ -168,21 +163,10 @@ def evaluate_dag(cfg: DAGSystemConfig, checkpoint=None, episodes: int | None = N
     nets = {v: net_params for v, (net_params, _) in loaded.items()}
     everything, jct = evaluate_on(cfg, test_params, keys, cfg.eval.baselines, nets)
     results = {name: everything[name] for name in cfg.eval.baselines}
-    best = best_of(results, cfg.eval.baselines, "avg_jct") if cfg.eval.baselines else None
-    trained: dict[str, tuple[str, dict, int]] = {}
-    for variant, (_, step) in loaded.items():
-        label = LEARNER_LABELS[variant]
-        res = everything[label]
-        if best is not None:
-            _attach(res, paired(res, results[best], best), "vs_best")
-        trained[variant] = (label, res, step)
-    if HEADLINE in trained:
-        head = trained[HEADLINE][1]
-        for variant, (label, res, _) in trained.items():
-            if variant != HEADLINE:
-                _attach(head, paired(head, res, label), f"vs_{label}")
+    trained = {v: (LEARNER_LABELS[v], everything[LEARNER_LABELS[v]], step) for v, (_, step) in loaded.items()}
     learned = {label: res for label, res, _ in trained.values()}
-    _print(cfg, learned, results, trained, episodes, best)
+    compare_learners(learned, results, "avg_jct", True, PAIRED_METRICS, LEARNER_LABELS[HEADLINE])
+    _print(cfg, learned, results, trained, episodes)
     everything = learned | results
     if json_path == "-":
         print(json.dumps(everything, indent=2))
@@ -196,7 +180,7 @@ def evaluate_dag(cfg: DAGSystemConfig, checkpoint=None, episodes: int | None = N
     return everything
 
 
-def _print(cfg: DAGSystemConfig, learned: dict, results: dict, trained: dict, episodes: int, best) -> None:
+def _print(cfg: DAGSystemConfig, learned: dict, results: dict, trained: dict, episodes: int) -> None:
     rows = {
         name: {m.key: (r[m.key]["mean"], r[m.key]["std"]) for m in EVAL_METRICS}
         for name, r in (learned | results).items()
@@ -211,11 +195,4 @@ def _print(cfg: DAGSystemConfig, learned: dict, results: dict, trained: dict, ep
             f"episodes × {w.jobs_per_episode} jobs (± over seeds × episodes)"
         ),
     )
-    for label, res in learned.items():
-        for field in sorted(k for k in res["avg_jct"] if k.startswith("vs_")):
-            for key in PAIRED_METRICS:
-                t = res[key][field]
-                print(
-                    f"{label} vs {t['against']} ({key}): ×{t['ratio']:.3f} (> 1: {label} better), "
-                    f"Wilcoxon p = {t['p']:.3g} over {t['n']} episodes"
-                )
+    print_comparisons(learned, PAIRED_METRICS, lower_is_better=True)

@@ -31,10 +31,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.experiments.evaluate import episodes_program, eval_episode_keys, run_policies
+from jaxsched.experiments.evaluate import (
+    compare_learners,
+    episodes_program,
+    eval_episode_keys,
+    print_comparisons,
+    run_policies,
+)
 from jaxsched.experiments.learner import restore_learner, run_dir_of
 from jaxsched.experiments.report import print_metric_table, write_json
-from jaxsched.experiments.stats import best_of, paired_tests, run_stats
+from jaxsched.experiments.stats import run_stats
 from jaxsched.experiments.system import Metric
 from jaxsched.experiments.train import EVAL_FILE, trained_learners
 from jaxsched.policies.deferrable import make_heuristic
@@ -94,21 +100,12 @@ def evaluate_osdec(cfg: OSDECConfig, checkpoint=None, episodes: int | None = Non
         cfg = cfg.replace(out_dir=str(path.parent), name=path.name)
     results = {b: {k: run_stats(v) for k, v in run_baseline(env, test_params, b, keys).items()}
                for b in cfg.eval.baselines}  # fmt: skip
-    best = best_of(results, cfg.eval.baselines, "total_reward", lower_is_better=False) if results else None
     learned, steps = {}, {}
     for learner in learners:
         pp, steps[learner] = load_policy_params(cfg, learner, env, train_params)
-        res = {k: run_stats(v) for k, v in run_learner(cfg, learner, env, test_params, pp, keys).items()}
-        if best is not None:
-            for key, test in paired_tests(res, results[best], best, PAIRED_METRICS).items():
-                res[key]["vs_best"] = test
-        learned[LEARNER_LABELS[learner]] = res
-    if HEADLINE in learned:
-        head = learned[HEADLINE]
-        for label, res in learned.items():
-            if label != HEADLINE:
-                for key, test in paired_tests(head, res, label, PAIRED_METRICS).items():
-                    head[key][f"vs_{label}"] = test
+        out = run_learner(cfg, learner, env, test_params, pp, keys)
+        learned[LEARNER_LABELS[learner]] = {k: run_stats(v) for k, v in out.items()}
+    compare_learners(learned, results, "total_reward", False, PAIRED_METRICS, LEARNER_LABELS[HEADLINE])
     _print(cfg, learned, results, steps, episodes)
     everything = learned | results
     if json_path == "-":
@@ -134,9 +131,4 @@ def _print(cfg: OSDECConfig, learned: dict, results: dict, steps: dict, episodes
     print_metric_table(rows, EVAL_METRICS, title=(
         f"{cfg.name} ({trained}): {w.preset} preset, {setting}, {episodes} held-out episodes of "
         f"{w.horizon} steps (± over seeds × episodes)"))  # fmt: skip
-    for label, res in learned.items():
-        for field in sorted(k for k in res["total_reward"] if k.startswith("vs_")):
-            for key in PAIRED_METRICS:
-                t = res[key][field]
-                print(f"{label} vs {t['against']} ({key}): ×{1 / max(t['ratio'], 1e-9):.3f} (> 1: {label} "
-                      f"higher), Wilcoxon p = {t['p']:.3g} over {t['n']} episodes")  # fmt: skip
+    print_comparisons(learned, PAIRED_METRICS, lower_is_better=False)
