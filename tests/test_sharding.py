@@ -26,7 +26,8 @@ SCRIPT = textwrap.dedent(
     from jaxsched.experiments.train import read_metrics
     from jaxsched.policies import make_heuristic
     from jaxsched.systems.dbf.config import build_run, dbf_config_from_dict
-    from jaxsched.systems.dbf.train import programs, train_run
+    from jaxsched.experiments.learner import train_learner
+    from jaxsched.systems.dbf.train import AGENT, LEARNER, programs
 
     out = {"devices": jax.device_count()}
     tiny = {"num_seeds": 8, "env": {"n_cores": 16, "window": 4, "tail": 1, "queue_capacity": 32,
@@ -67,7 +68,7 @@ SCRIPT = textwrap.dedent(
     # whole runs through the shared trainer (checkpoints included), on 8 devices and on 1
     runs = {}
     for d in (8, 1):
-        train_run(cfg.replace(name=f"d{d}"), progress=False, devices=d)
+        train_learner(LEARNER, cfg.replace(name=f"d{d}"), AGENT, progress=False, devices=d)
         runs[d] = [{k: v for k, v in r.items() if k != "wall_s"} for r in read_metrics(f"{sys.argv[1]}/d{d}")]
     # Not bitwise: the partitioned program sums in another order (chunk_max_diff), so compare every
     # metric with |a - b| <= 1e-5 + 1e-4 |b| (worst ratio <= 1); integer counts must agree exactly.

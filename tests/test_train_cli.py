@@ -15,6 +15,7 @@ from golden import check_golden
 
 from jaxsched.cli import main
 from jaxsched.experiments.config import apply_overrides, load_yaml
+from jaxsched.experiments.learner import learner_template, train_learner
 from jaxsched.experiments.plots import plot_split_sweep
 from jaxsched.experiments.train import checkpoint_manager, read_metrics, restore_runner
 from jaxsched.systems.das.config import load_das_config
@@ -22,7 +23,7 @@ from jaxsched.systems.dbf.config import DBFConfig, build_run
 from jaxsched.systems.dbf.config import dbf_config_from_dict as config_from_dict
 from jaxsched.systems.dbf.config import load_dbf_config as load_config
 from jaxsched.systems.dbf.evaluate import eval_run
-from jaxsched.systems.dbf.train import abstract_runner, train_run
+from jaxsched.systems.dbf.train import AGENT, LEARNER
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -210,13 +211,13 @@ def test_train_and_test_params_share_runtime_norm(tmp_path):
 @pytest.fixture(scope="module")
 def full_run(tmp_path_factory):
     cfg = tiny(tmp_path_factory.mktemp("full"))
-    return cfg, train_run(cfg, progress=False)
+    return cfg, train_learner(LEARNER, cfg, AGENT, progress=False)
 
 
 def _final_state(cfg: DBFConfig):
     env, train, _, _ = build_run(cfg)
     mngr = checkpoint_manager(cfg.run_dir, read_only=True)
-    state = restore_runner(mngr, mngr.latest_step(), abstract_runner(cfg, env, train))
+    state = restore_runner(mngr, mngr.latest_step(), learner_template(LEARNER, cfg, AGENT, env, train))
     mngr.close()
     return state
 
@@ -254,19 +255,20 @@ def test_train_run_writes_metrics_checkpoint_and_curve(full_run):
 def test_resume_after_a_kill_is_exact(full_run, tmp_path):
     cfg_full, full_dir = full_run
     cfg = tiny(tmp_path)
-    train_run(cfg, progress=False, stop_after_chunks=1)
+    train_learner(LEARNER, cfg, AGENT, progress=False, stop_after_chunks=1)
     assert [r["update"] for r in read_metrics(cfg.run_dir)] == [1, 2]
     assert not (cfg.run_dir / "learning_curve.png").exists()
     # killed after writing the next chunk's metrics but before its checkpoint, mid-line
     with (cfg.run_dir / "metrics.jsonl").open("a") as f:
         f.write(json.dumps({"update": 3, "env_steps": 384, "wall_s": 0.0}) + '\n{"update": 4, "env')
     with pytest.raises(ValueError, match="--resume"):
-        train_run(cfg, progress=False)
-    train_run(cfg, resume=True, progress=False)
+        train_learner(LEARNER, cfg, AGENT, progress=False)
+    train_learner(LEARNER, cfg, AGENT, resume=True, progress=False)
     chex.assert_trees_all_equal(_final_state(cfg), _final_state(cfg_full))
     assert _without_wall(read_metrics(cfg.run_dir)) == _without_wall(read_metrics(full_dir))
     with pytest.raises(ValueError, match=r"differs .* ppo.lr"):
-        train_run(cfg.replace(ppo=cfg.ppo.__class__(**{**cfg.ppo.to_dict(), "lr": 1e-3})), resume=True)
+        other_lr = cfg.replace(ppo=cfg.ppo.__class__(**{**cfg.ppo.to_dict(), "lr": 1e-3}))
+        train_learner(LEARNER, other_lr, AGENT, resume=True)
 
 
 def test_eval_run_writes_agent_and_baselines(full_run, tmp_path):
@@ -293,7 +295,7 @@ def test_validation_selection_keeps_each_seeds_best_checkpoint(full_run, tmp_pat
 
     cfg_full, full_dir = full_run
     cfg = tiny(tmp_path, eval={**TINY["eval"], "select": "validation", "validation_episodes": 2})
-    train_run(cfg, progress=False)
+    train_learner(LEARNER, cfg, AGENT, progress=False)
     assert _without_wall(read_metrics(cfg.run_dir)) == _without_wall(read_metrics(full_dir))
     lines = [json.loads(x) for x in (cfg.run_dir / "validation.jsonl").read_text().splitlines()]
     assert [r["update"] for r in lines] == [0, 2, 4, 6]

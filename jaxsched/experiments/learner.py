@@ -33,6 +33,11 @@ from jaxsched.experiments.train import (
 CONFIG_HEADER = "# resolved config written by `jaxsched train`\n"
 
 
+def run_dir_of(cfg, name: str) -> Path:
+    """Learner `name`'s run directory: `<out_dir>/<config name>/<name>`."""
+    return cfg.run_dir / name
+
+
 @dataclass(frozen=True)
 class Learner:
     """What a system declares about its trained policies. Every callable takes the system's config."""
@@ -45,15 +50,15 @@ class Learner:
     budget: Callable[[Any, str], Any]
     build: Callable[[Any], tuple]  # build(cfg) -> (env, train_params, ...): the env and its banks
     summary: Callable[[list[dict]], str]  # the progress bar's label of a chunk's records
-    curves: Callable[[Any, str], tuple[str, ...]]  # curves(cfg, name): the learning curves' metrics
+    # curves(cfg, name): the learning curves' metrics (None: the plotting default)
+    curves: Callable[[Any, str], tuple[str, ...] | None]
     # config fields a resumed run may extend (e.g. the list of learners: one learner's run does not
-    # depend on the others)
-    may_grow: tuple[str, ...] = ()
-
-
-def run_dir_of(cfg, name: str) -> Path:
-    """Learner `name`'s run directory: `<out_dir>/<config name>/<name>`."""
-    return cfg.run_dir / name
+    # depend on the others), or a function of the config giving them
+    may_grow: tuple[str, ...] | Callable[[Any], tuple[str, ...]] = ()
+    run_dir: Callable[[Any, str], Path] = run_dir_of  # where learner `name` writes its run
+    # select(cfg, name, run_dir, env, train_params, resuming) -> the `train_chunks` hook that keeps each
+    # seed's best checkpoint on validation episodes (`experiments.select.ValidationSelector`), or None
+    select: Callable[..., Any] | None = None
 
 
 def learner_template(learner: Learner, cfg, name: str, env, env_params):
@@ -66,7 +71,7 @@ def restore_learner(learner: Learner, cfg, name: str, env, train_params) -> tupl
     """`(runner [seeds], update)` of learner `name`'s latest checkpoint (a `FileNotFoundError` naming the
     run directory when there is none)."""
     template = lambda: learner_template(learner, cfg, name, env, train_params)  # noqa: E731
-    return restore_latest(run_dir_of(cfg, name), template)
+    return restore_latest(learner.run_dir(cfg, name), template)
 
 
 def train_learner(
@@ -76,21 +81,26 @@ def train_learner(
     """Train learner `name` of `cfg` on the shared chunked trainer; returns its run directory. `built`:
     `learner.build(cfg)`'s result, when the caller has it; `stop_after_chunks` stops as if killed after
     that many chunks (metrics and checkpoint written, no plot)."""
-    run_dir = run_dir_of(cfg, name)
+    run_dir = learner.run_dir(cfg, name)
+    shown = cfg.name if run_dir == cfg.run_dir else f"{cfg.name}/{name}"  # a config's only learner: its name
     t_build = time.perf_counter()
     env, train_params = (learner.build(cfg) if built is None else built)[:2]
     init, chunk = learner.programs(cfg, name, env)
-    open_run_dir(cfg, run_dir, resume, CONFIG_HEADER, may_grow=learner.may_grow)
+    may_grow = learner.may_grow(cfg) if callable(learner.may_grow) else learner.may_grow
+    resuming = open_run_dir(cfg, run_dir, resume, CONFIG_HEADER, may_grow=may_grow)
+    hook = None if learner.select is None else learner.select(cfg, name, run_dir, env, train_params, resuming)
     b = learner.budget(cfg, name)
     records = train_chunks(
-        run_dir, f"{cfg.name}/{name}", init, chunk, seed_keys(cfg), train_params, total=b.total_updates,
+        run_dir, shown, init, chunk, seed_keys(cfg), train_params, total=b.total_updates,
         per_chunk=b.updates_per_chunk, steps_per_update=b.steps_per_update, summary=learner.summary,
         resume=resume, progress=progress, stop_after_chunks=stop_after_chunks, t_build=t_build,
-        devices=devices,
+        devices=devices, on_checkpoint=hook,
     )  # fmt: skip
     if records is not None:
-        title = f"{cfg.name}/{name}: {cfg.num_seeds} seeds (mean ± std)"
-        report_run(run_dir, records, title, learner.curves(cfg, name), progress)
+        # with a selection hook the evaluation may read another checkpoint than the last
+        note = "" if hook is None else f" (final parameters, update {records[-1]['update']})"
+        title = f"{shown}: {cfg.num_seeds} seeds (mean ± std)"
+        report_run(run_dir, records, title, learner.curves(cfg, name), progress, note)
     return run_dir
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from jaxsched.agents.dbf import dbf_env
 from jaxsched.experiments.config import EVAL_TAG, purpose_key
 from jaxsched.experiments.evaluate import run_policies, spread_windows
+from jaxsched.experiments.learner import learner_template
 from jaxsched.experiments.report import print_metric_table, write_json
 from jaxsched.experiments.select import restore_selected
 from jaxsched.experiments.sharding import seed_sharding, shard_seeds
@@ -31,9 +32,7 @@ from jaxsched.experiments.train import CHECKPOINT_DIR, EVAL_FILE, checkpoint_man
 from jaxsched.policies.hpc import make_priority_policy
 from jaxsched.systems.dbf.config import DBFConfig, build_run
 from jaxsched.systems.dbf.metrics import HPC_METRICS
-from jaxsched.systems.dbf.train import SELECT_METRIC, abstract_runner, agent_program
-
-AGENT = "agent"
+from jaxsched.systems.dbf.train import AGENT, LEARNER, SELECT_METRIC, agent_program
 
 
 def load_policy_params(cfg: DBFConfig, checkpoint_dir, env, env_params):
@@ -44,7 +43,7 @@ def load_policy_params(cfg: DBFConfig, checkpoint_dir, env, env_params):
     run_dir = path.parent if path.name == CHECKPOINT_DIR else path
     if not (run_dir / CHECKPOINT_DIR).is_dir():
         raise FileNotFoundError(f"no checkpoints in {run_dir} (expected {run_dir / CHECKPOINT_DIR})")
-    template = abstract_runner(cfg, env, env_params)
+    template = learner_template(LEARNER, cfg, AGENT, env, env_params)
     if cfg.eval.select == "validation":
         best = restore_selected(run_dir, (template.params, template.obs_stats), SELECT_METRIC)
         return best["policy"], best["update"].tolist()

@@ -1,13 +1,13 @@
-"""Chunked PPO training of a Deep Back-Filling config, on the shared trainer (`experiments.train`).
+"""Deep Back-Filling's learner: one PPO run per config, declared for the shared training path
+(`experiments.learner`).
 
-run_dir = train_run(cfg)                 # out_dir/name: config.yaml, metrics.jsonl, checkpoints/,
-                                         # learning_curve.png
-run_dir = train_run(cfg, resume=True)    # continue a killed run from its last checkpoint
+    run_dir = train_learner(LEARNER, cfg, AGENT)     # out_dir/name: config.yaml, metrics.jsonl,
+                                                     # checkpoints/, learning_curve.png
+    train_learner(LEARNER, cfg, AGENT, resume=True)  # continue a killed run from its last checkpoint
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import jax
@@ -16,16 +16,9 @@ import numpy as np
 from jaxsched.agents.ppo import PPO, PPOConfig
 from jaxsched.experiments.config import VALIDATION_TAG, purpose_key
 from jaxsched.experiments.evaluate import episodes_program
+from jaxsched.experiments.learner import Learner
 from jaxsched.experiments.select import ValidationSelector
-from jaxsched.experiments.train import (
-    abstract_state,
-    algorithm_programs,
-    episode_summary,
-    open_run_dir,
-    report_run,
-    seed_keys,
-    train_chunks,
-)
+from jaxsched.experiments.train import algorithm_programs, episode_summary
 from jaxsched.systems.dbf.config import AgentSection, DBFConfig, build_run
 
 SELECT_METRIC = "avg_wait"  # what `eval.select: validation` minimises: the paper's headline metric
@@ -41,12 +34,6 @@ def programs(ppo_config: PPOConfig, env, agent: AgentSection | None = None):
     # docs/results and costs nothing (init is cheap).
     cache_key = ("dbf", ppo_config, env.config, agent)
     return algorithm_programs(cache_key, lambda env_params: PPO(ppo_config, env, env_params, network))
-
-
-def abstract_runner(cfg: DBFConfig, env, env_params):
-    """Shapes, dtypes and shardings of the vmapped `RunnerState` (a restore template; nothing runs)."""
-    init, _ = programs(cfg.ppo, env, cfg.agent)
-    return abstract_state(init, seed_keys(cfg), env_params)
 
 
 def agent_program(cfg: DBFConfig, env):
@@ -76,28 +63,22 @@ def selection(cfg: DBFConfig, run_dir: Path, env, train_params, resuming: bool):
     )  # fmt: skip
 
 
-def train_run(
-    cfg: DBFConfig, resume: bool = False, progress: bool = True, stop_after_chunks: int | None = None,
-    devices: int | None = None,
-) -> Path:  # fmt: skip
-    """Train `cfg` (see the module docstring); returns the run directory. `stop_after_chunks` stops as
-    if killed after that many chunks (metrics and checkpoint written, no plot)."""
-    run_dir = cfg.run_dir
-    t_build = time.perf_counter()
-    env, train_params, _, ppo_cfg = build_run(cfg)
-    init, chunk = programs(ppo_cfg, env, cfg.agent)
+def _may_grow(cfg: DBFConfig) -> tuple[str, ...]:
     # Training longer is a legitimate resume, except with a learning rate annealed over total_updates.
-    may_grow = () if cfg.ppo.anneal_lr else ("ppo.total_updates",)
-    resuming = open_run_dir(cfg, run_dir, resume, "# resolved config written by `jaxsched train`\n", may_grow)
-    selector = selection(cfg, run_dir, env, train_params, resuming)
-    records = train_chunks(
-        run_dir, cfg.name, init, chunk, seed_keys(cfg), train_params, total=ppo_cfg.total_updates,
-        per_chunk=ppo_cfg.updates_per_chunk, steps_per_update=ppo_cfg.steps_per_update,
-        summary=episode_summary("avg_wait", "avg wait", "s"), resume=resume, progress=progress,
-        stop_after_chunks=stop_after_chunks,
-        t_build=t_build, devices=devices, on_checkpoint=selector,
-    )  # fmt: skip
-    if records is not None:
-        note = f" (final parameters, update {records[-1]['update']})"
-        report_run(run_dir, records, f"{cfg.name}: {cfg.num_seeds} seeds (mean ± std)", None, progress, note)
-    return run_dir
+    return () if cfg.ppo.anneal_lr else ("ppo.total_updates",)
+
+
+AGENT = "agent"  # the config's one learner: its run directory is the config's own
+LEARNER = Learner(
+    programs=lambda cfg, name, env: programs(cfg.ppo, env, cfg.agent),
+    names=lambda cfg: (AGENT,),
+    budget=lambda cfg, name: cfg.ppo,
+    build=build_run,
+    summary=episode_summary("avg_wait", "avg wait", "s"),
+    curves=lambda cfg, name: None,
+    may_grow=_may_grow,
+    run_dir=lambda cfg, name: cfg.run_dir,
+    select=lambda cfg, name, run_dir, env, train_params, resuming: selection(
+        cfg, run_dir, env, train_params, resuming
+    ),
+)
