@@ -13,16 +13,11 @@ import pytest
 from golden import check_golden
 
 from jaxsched.cli import main
+from jaxsched.experiments.learner import run_dir_of, train_learner
 from jaxsched.experiments.train import read_jsonl, read_metrics
 from jaxsched.systems.das.config import build_das, load_das_config
 from jaxsched.systems.das.select import keep_better, validation_starts
-from jaxsched.systems.das.train import (
-    evaluated_actor_params,
-    final_actor_params,
-    run_dir_of,
-    train_das,
-    validator,
-)
+from jaxsched.systems.das.train import LEARNER, evaluated_actor_params, final_actor_params, validator
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = ROOT / "configs" / "das" / "quick.yaml"
@@ -41,7 +36,7 @@ def quick(out_dir, *extra):
 def full_run(tmp_path_factory):
     """DA trained on the quick config, its test actor chosen on validation episodes."""
     cfg = quick(tmp_path_factory.mktemp("das_full"), *SELECT)
-    return cfg, train_das(cfg, "da", progress=False)
+    return cfg, train_learner(LEARNER, cfg, "da", progress=False)
 
 
 def test_train_writes_metrics_checkpoint_curve_and_eval(full_run):
@@ -136,13 +131,13 @@ def test_resume_after_a_kill_is_exact(full_run, tmp_path):
     """Killed after one chunk and resumed: the same parameters, metrics and validation selection."""
     cfg_full, run_full = full_run
     cfg = quick(tmp_path, *SELECT)
-    train_das(cfg, "da", progress=False, stop_after_chunks=1)
+    train_learner(LEARNER, cfg, "da", progress=False, stop_after_chunks=1)
     assert [r["update"] for r in read_metrics(run_dir_of(cfg, "da"))] == [1, 2]
     with pytest.raises(ValueError, match="--resume"):
-        train_das(cfg, "da", progress=False)
+        train_learner(LEARNER, cfg, "da", progress=False)
     with pytest.raises(ValueError, match=r"differs .* mappo.lr"):
-        train_das(quick(tmp_path, "mappo.lr=1e-3"), "da", resume=True, progress=False)
-    train_das(cfg, "da", resume=True, progress=False)
+        train_learner(LEARNER, quick(tmp_path, "mappo.lr=1e-3"), "da", resume=True, progress=False)
+    train_learner(LEARNER, cfg, "da", resume=True, progress=False)
     env, train_params, _, _ = build_das(cfg)
     resumed = final_actor_params(cfg, "da", env, train_params)
     chex.assert_trees_all_equal(resumed, final_actor_params(cfg_full, "da", env, train_params))

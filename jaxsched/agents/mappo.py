@@ -151,6 +151,10 @@ class MAPPOConfig:
         in_unit_interval(self, "mappo", ("gamma", "gae_lambda"))
 
     @property
+    def steps_per_update(self) -> int:
+        return self.num_envs * self.num_steps
+
+    @property
     def minibatch_size(self) -> int:
         return self.num_envs * self.num_steps // self.num_minibatches
 

@@ -59,6 +59,12 @@ class Learner:
     # select(cfg, name, run_dir, env, train_params, resuming) -> the `train_chunks` hook that keeps each
     # seed's best checkpoint on validation episodes (`experiments.select.ValidationSelector`), or None
     select: Callable[..., Any] | None = None
+    # warm_start(cfg, name, run_dir, env, init, progress) -> the `init(keys, env_params)` a fresh run
+    # starts from instead of `init` (e.g. DAS's imitation of a heuristic), or None
+    warm_start: Callable[..., Any] | None = None
+    # finish(cfg, name, run_dir, records, built, hook, progress): what follows a finished run instead of
+    # the default learning curve and summary (e.g. DAS evaluates the variant on its test episodes)
+    finish: Callable[..., Any] | None = None
 
 
 def learner_template(learner: Learner, cfg, name: str, env, env_params):
@@ -84,11 +90,14 @@ def train_learner(
     run_dir = learner.run_dir(cfg, name)
     shown = cfg.name if run_dir == cfg.run_dir else f"{cfg.name}/{name}"  # a config's only learner: its name
     t_build = time.perf_counter()
-    env, train_params = (learner.build(cfg) if built is None else built)[:2]
+    built = learner.build(cfg) if built is None else built
+    env, train_params = built[:2]
     init, chunk = learner.programs(cfg, name, env)
     may_grow = learner.may_grow(cfg) if callable(learner.may_grow) else learner.may_grow
     resuming = open_run_dir(cfg, run_dir, resume, CONFIG_HEADER, may_grow=may_grow)
     hook = None if learner.select is None else learner.select(cfg, name, run_dir, env, train_params, resuming)
+    if learner.warm_start is not None and not resuming:
+        init = learner.warm_start(cfg, name, run_dir, env, init, progress)
     b = learner.budget(cfg, name)
     records = train_chunks(
         run_dir, shown, init, chunk, seed_keys(cfg), train_params, total=b.total_updates,
@@ -96,7 +105,9 @@ def train_learner(
         resume=resume, progress=progress, stop_after_chunks=stop_after_chunks, t_build=t_build,
         devices=devices, on_checkpoint=hook,
     )  # fmt: skip
-    if records is not None:
+    if records is not None and learner.finish is not None:
+        learner.finish(cfg, name, run_dir, records, built, hook, progress)
+    elif records is not None:
         # with a selection hook the evaluation may read another checkpoint than the last
         note = "" if hook is None else f" (final parameters, update {records[-1]['update']})"
         title = f"{shown}: {cfg.num_seeds} seeds (mean ± std)"

@@ -1,14 +1,16 @@
-"""DAS (GPU-cloud scheduling: dual-agent ordering + Random-Walk-GP placement, MAPPO): the system
-declaration.
+"""DAS (GPU-cloud scheduling: dual-agent ordering + Random-Walk-GP placement, MAPPO): the system declaration.
 
-What DAS defines, and where: its config (`config.DASConfig`: cluster / env / workload / eval / agent /
-mappo sections and `build_das`), its learners (the variants of `agents.das.PRESETS`, MAPPO with the DAS
-networks, trained by `train.train_das` on the shared chunked trainer, with an optional imitation warm start
-and validation-based checkpoint selection, `select`), its baselines (`policies.gpu_cloud.HEURISTICS`, and
-the MOSA / MALO planners), its metrics (`evaluate.DAS_METRICS`), its evaluation (`train.evaluate_das`) and
-its paper tables (`table`: Table 1, Table 3, App. E and F).
+What DAS defines, and where: its config (`config.DASConfig`: cluster / env / workload / eval / agent / mappo
+sections and `build_das`), its learners (the variants of `agents.das.PRESETS`, MAPPO with the DAS networks,
+trained by `experiments.learner.train_all` (`train.LEARNER`) on the shared chunked trainer, with an optional
+imitation warm start and validation-based checkpoint selection, `select`), its baselines
+(`policies.gpu_cloud.HEURISTICS`, and the MOSA / MALO planners), its metrics (`evaluate.DAS_METRICS`), its
+evaluation (`train.evaluate_das`) and its paper tables (`table`: Table 1, Table 3, App. E and F).
 """
 
+from functools import partial
+
+from jaxsched.experiments.learner import run_dir_of, train_all
 from jaxsched.experiments.system import PaperTable, System
 from jaxsched.policies.gpu_cloud import HEURISTICS
 from jaxsched.systems.das import table
@@ -16,7 +18,7 @@ from jaxsched.systems.das.calibration import CALIBRATION
 from jaxsched.systems.das.claims import claims
 from jaxsched.systems.das.config import DASConfig, build_das
 from jaxsched.systems.das.evaluate import DAS_METRICS
-from jaxsched.systems.das.train import evaluate_das, run_dir_of, train_das_config
+from jaxsched.systems.das.train import LEARNER, evaluate_das
 
 SYSTEM = System(
     kind="das",
@@ -28,7 +30,7 @@ SYSTEM = System(
     config=DASConfig,
     baselines=HEURISTICS,
     metrics=DAS_METRICS,
-    train=train_das_config,
+    train=partial(train_all, LEARNER),
     evaluate=evaluate_das,
     build=lambda cfg: build_das(cfg)[:2],
     run_dirs=lambda cfg: {v: run_dir_of(cfg, v) for v in cfg.agent.variants},

@@ -224,8 +224,9 @@ def load_level_rows(cfg: DASConfig, loads, variants, runs=()) -> dict:
     """`{load: {name: {metric: [S, E]}}}`: the heuristics and every trained variant of `variants` on the
     test episodes with the arrival rate × load (the agents were trained at load 1). `runs`: more run
     directories of `cfg`'s recipe (as for Table 1); a variant's actors from each, stacked by training seed."""
+    from jaxsched.experiments.learner import run_dir_of
     from jaxsched.experiments.train import CHECKPOINT_DIR
-    from jaxsched.systems.das.train import evaluate_learned, evaluated_actor_params, run_dir_of
+    from jaxsched.systems.das.train import evaluate_learned, evaluated_actor_params
 
     built = build_for_eval(cfg)
     env, train_params, test_params, starts = built

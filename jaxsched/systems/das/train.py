@@ -1,8 +1,9 @@
-"""Chunked MAPPO training of a DAS config, one run per learned variant, then an evaluation on the
-held-out test episodes.
+"""DAS's learners: one MAPPO run per learned variant, declared for the shared training path
+(`experiments.learner`: an imitation warm start, validation-based selection and, when a run finishes, an
+evaluation on the held-out test episodes are its hooks).
 
     jaxsched train configs/das/small.yaml            # every variant of agent.variants, in turn
-    train_das(cfg, "das")                            # one variant → out_dir/name/das/
+    train_learner(LEARNER, cfg, "das")               # one variant → out_dir/name/das/
 
 A variant's run directory holds `config.yaml` (the resolved config), `metrics.jsonl` (one line per update,
 one value per seed), `checkpoints/` (the vmapped MAPPO runner after each chunk; `--resume` continues
@@ -33,19 +34,17 @@ from jaxsched.agents.das import LABELS as VARIANT_LABELS
 from jaxsched.agents.das import DASAgent, DASAgentConfig
 from jaxsched.agents.imitation import pretrain
 from jaxsched.agents.mappo import MAPPO, MAPPOConfig
+from jaxsched.experiments.learner import Learner, learner_template, run_dir_of
 from jaxsched.experiments.sharding import seed_sharding, shard_seeds
 from jaxsched.experiments.train import (
     CHECKPOINT_DIR,
     CURVE_FILE,
     EVAL_FILE,
     METRICS_FILE,
-    abstract_state,
     check_no_run,
     checkpoint_manager,
     episode_summary,
-    open_run_dir,
     restore_runner,
-    train_chunks,
     trained_learners,
 )
 from jaxsched.systems.das.config import DASConfig
@@ -104,43 +103,24 @@ def programs(mappo_config: MAPPOConfig, agent_config: DASAgentConfig, env):
     return _PROGRAMS[cache_key]
 
 
-def training_keys(cfg: DASConfig) -> jax.Array:
-    return jax.random.split(jax.random.key(cfg.seed), cfg.num_seeds)
+def _select(cfg: DASConfig, variant: str, run_dir: Path, env, train_params, resuming: bool):
+    """With `eval.select: validation`, the hook keeping each seed's best actor on the validation episodes."""
+    if cfg.eval.select != "validation":
+        return None
+    return ValidationSelector(run_dir, validator(cfg, variant, env, train_params), resuming)
 
 
-def run_dir_of(cfg: DASConfig, variant: str) -> Path:
-    return cfg.run_dir / variant
-
-
-def train_das(
-    cfg: DASConfig, variant: str, resume: bool = False, progress: bool = True,
-    stop_after_chunks: int | None = None, devices: int | None = None,
-) -> Path:  # fmt: skip
-    """Train one variant of `cfg` and evaluate it (module docstring); returns its run directory."""
-    run_dir = run_dir_of(cfg, variant)
-    t_build = time.perf_counter()
-    built = build_for_eval(cfg)
-    env, train_params, _, _ = built
+def _warm_start(cfg: DASConfig, variant: str, run_dir: Path, env, init, progress: bool):
+    """With `mappo.imitation_updates`, a fresh run starts fitted to the imitation teacher."""
     mcfg = cfg.mappo
-    init, chunk, _, warm_start = programs(mcfg, cfg.agent.agent_config(variant), env)
-    header = f"# resolved config written by `jaxsched train` (variant {variant})\n"
-    resuming = open_run_dir(cfg, run_dir, resume, header, may_grow=("mappo.total_updates",))
-    selector = None
-    if cfg.eval.select == "validation":
-        selector = ValidationSelector(run_dir, validator(cfg, variant, env, train_params), resuming)
-    start = init
-    if mcfg.imitation_updates and not resuming:
-        start = lambda keys, params: _imitation_start(init, warm_start, mcfg, run_dir, keys, params, progress)  # noqa: E731
-    records = train_chunks(
-        run_dir, f"{cfg.name}/{variant}", start, chunk, training_keys(cfg), train_params,
-        total=mcfg.total_updates, per_chunk=mcfg.updates_per_chunk,
-        steps_per_update=mcfg.num_envs * mcfg.num_steps,
-        summary=episode_summary("avg_jct_min", "avg JCT", "min", ".3f"), resume=resume,
-        progress=progress, stop_after_chunks=stop_after_chunks, t_build=t_build, on_checkpoint=selector,
-        devices=devices,
-    )  # fmt: skip
-    if records is None:
-        return run_dir
+    if not mcfg.imitation_updates:
+        return init
+    warm_start = programs(mcfg, cfg.agent.agent_config(variant), env)[3]
+    return lambda keys, params: _imitation_start(init, warm_start, mcfg, run_dir, keys, params, progress)
+
+
+def _finish(cfg: DASConfig, variant: str, run_dir: Path, records, built, selector, progress: bool) -> None:
+    """After a finished run: the learning curve, then the variant on the test episodes (`evaluate_run`)."""
     from jaxsched.experiments.plots import plot_learning_curves
 
     say = print if progress else (lambda *a, **k: None)
@@ -160,7 +140,20 @@ def train_das(
         f"{VARIANT_LABELS[variant]} on {jct.shape[1]} test episodes × {jct.shape[0]} seeds: "
         f"JCT {jct.mean():,.1f} ± {jct.std():,.1f} min  →  {run_dir / EVAL_FILE}"
     )
-    return run_dir
+
+
+LEARNER = Learner(
+    programs=lambda cfg, variant, env: programs(cfg.mappo, cfg.agent.agent_config(variant), env)[:2],
+    names=lambda cfg: cfg.agent.variants,
+    budget=lambda cfg, variant: cfg.mappo,
+    build=build_for_eval,
+    summary=episode_summary("avg_jct_min", "avg JCT", "min", ".3f"),
+    curves=lambda cfg, variant: CURVE_METRICS,
+    may_grow=("mappo.total_updates",),  # training longer is a legitimate resume
+    select=_select,
+    warm_start=_warm_start,
+    finish=_finish,
+)
 
 
 def _imitation_start(init, warm_start, mcfg: MAPPOConfig, run_dir: Path, keys, params, progress: bool):
@@ -184,11 +177,6 @@ def _imitation_start(init, warm_start, mcfg: MAPPOConfig, run_dir: Path, keys, p
     return runner
 
 
-def _abstract_runner(cfg: DASConfig, variant: str, env, train_params):
-    init, *_ = programs(cfg.mappo, cfg.agent.agent_config(variant), env)
-    return abstract_state(init, training_keys(cfg), train_params)
-
-
 def final_actor_params(cfg: DASConfig, variant: str, env, train_params):
     """The actor parameters `[S, ...]` of a variant's last checkpoint."""
     run_dir = run_dir_of(cfg, variant)
@@ -196,7 +184,7 @@ def final_actor_params(cfg: DASConfig, variant: str, env, train_params):
     if latest is None:
         raise FileNotFoundError(f"no checkpoint in {run_dir / CHECKPOINT_DIR}: train it first")
     mngr = checkpoint_manager(run_dir, read_only=True)
-    runner = restore_runner(mngr, latest, _abstract_runner(cfg, variant, env, train_params))
+    runner = restore_runner(mngr, latest, learner_template(LEARNER, cfg, variant, env, train_params))
     mngr.close()
     return runner.params["actor"]
 
@@ -209,7 +197,7 @@ def evaluated_actor_params(cfg: DASConfig, variant: str, env, train_params):
         actor = final_actor_params(cfg, variant, env, train_params)
         last = check_no_run(run_dir_of(cfg, variant), resume=True)
         return actor, {"by": "last", "update": [last] * cfg.num_seeds}
-    template = _abstract_runner(cfg, variant, env, train_params).params["actor"]
+    template = learner_template(LEARNER, cfg, variant, env, train_params).params["actor"]
     best = restore_selected(run_dir_of(cfg, variant), template)
     selection = {
         "by": "validation",
@@ -266,13 +254,6 @@ def evaluate_run(cfg: DASConfig, variant: str, built=None) -> dict:
     path = run_dir_of(cfg, variant) / EVAL_FILE
     path.write_text(json.dumps(payload, indent=2))
     return results
-
-
-def train_das_config(
-    cfg: DASConfig, resume: bool = False, progress: bool = True, devices: int | None = None
-) -> list[Path]:
-    """Every variant of `cfg.agent.variants`, in turn."""
-    return [train_das(cfg, v, resume=resume, progress=progress, devices=devices) for v in cfg.agent.variants]
 
 
 def evaluate_das(cfg: DASConfig, checkpoint=None, episodes: int | None = None, json_path=None) -> dict:
