@@ -50,8 +50,7 @@ class Learner:
     budget: Callable[[Any, str], Any]
     build: Callable[[Any], tuple]  # build(cfg) -> (env, train_params, ...): the env and its banks
     summary: Callable[[list[dict]], str]  # the progress bar's label of a chunk's records
-    # curves(cfg, name): the learning curves' metrics (None: the plotting default)
-    curves: Callable[[Any, str], tuple[str, ...] | None]
+    curves: Callable[[Any, str], tuple[str, ...]]  # curves(cfg, name): the learning curves' metrics
     # config fields a resumed run may extend (e.g. the list of learners: one learner's run does not
     # depend on the others), or a function of the config giving them
     may_grow: tuple[str, ...] | Callable[[Any], tuple[str, ...]] = ()

@@ -21,6 +21,7 @@ from jaxsched.experiments.select import ValidationSelector
 from jaxsched.experiments.train import algorithm_programs, episode_summary
 from jaxsched.systems.dbf.config import AgentSection, DBFConfig, build_run
 
+CURVE_METRICS = ("avg_wait", "avg_queue_len", "utilization", "episode_return")
 SELECT_METRIC = "avg_wait"  # what `eval.select: validation` minimises: the paper's headline metric
 
 
@@ -75,7 +76,7 @@ LEARNER = Learner(
     budget=lambda cfg, name: cfg.ppo,
     build=build_run,
     summary=episode_summary("avg_wait", "avg wait", "s"),
-    curves=lambda cfg, name: None,
+    curves=lambda cfg, name: CURVE_METRICS,
     may_grow=_may_grow,
     run_dir=lambda cfg, name: cfg.run_dir,
     select=lambda cfg, name, run_dir, env, train_params, resuming: selection(
