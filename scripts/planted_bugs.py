@@ -10,8 +10,8 @@ test set passed once unmodified (a test failing already would catch every bug); 
 `caught` (pytest exit 1), `escaped` (exit 0), or `error` (anything else, e.g. a hang past `--timeout`;
 the exit code and the last lines are kept).
 
-    python scripts/planted_bugs.py scripts/planted_bugs_dag.py --workers 2 --json runs/planted_dag.jsonl
-    python scripts/planted_bugs.py scripts/planted_bugs_dag.py --only E13,F2
+    python scripts/planted_bugs.py scripts/planted_bugs/dag.py --workers 2 --json runs/planted_dag.jsonl
+    python scripts/planted_bugs.py scripts/planted_bugs/dag.py --only E13,F2
 
 Run it on an otherwise idle machine: every bug compiles its programs anew (a minute or two each).
 """

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LISTS = sorted((ROOT / "scripts").glob("planted_bugs_*.py"))
+LISTS = sorted((ROOT / "scripts" / "planted_bugs").glob("*.py"))
 
 
 def _harness():

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What one call on a lent GPU runs (issue 19): the DBF paper-size runs, then the GPU throughput figures.
 #
-#   OUT=gpu_out TRAIN_S=240 BUDGET_S=540 bash benchmarks/gpu_session.sh
+#   OUT=gpu_out TRAIN_S=240 BUDGET_S=540 bash benchmarks/gpu/gpu_session.sh
 #
 # 1. DBF at the paper's size (configs/dbf/m10_9_1.yaml and m10_10_0.yaml: [1024, 512, 256] actor and critic,
 #    64 envs × 256 decisions an update, 3 seeds vmapped), both trained at once for at most TRAIN_S seconds

@@ -2,7 +2,7 @@
 # What one call on a lent GPU runs for the idle-slot DAG system (issue 17): Table 1's rows trained at the
 # config's full budget (600 updates) across as many calls as it takes, then evaluated.
 #
-#   OUT=gpu_out CONFIG=configs/dag/synthetic.yaml BUDGET_S=560 bash benchmarks/gpu_dag.sh   # carry: runs/gpu_dag
+#   OUT=gpu_out CONFIG=configs/dag/synthetic.yaml BUDGET_S=560 bash benchmarks/gpu/gpu_dag.sh   # carry: runs/gpu_dag
 #
 # One process trains the config's variants in turn (`jaxsched train --resume`: a variant already at its
 # last update is skipped, one stopped by the deadline continues from its last 25-update checkpoint the next
