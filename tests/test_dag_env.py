@@ -1,4 +1,4 @@
-"""The idle-slot DAG env (`envs/dag.py`) against its contract: a differential test with the plain-Python
+"""The idle-slot DAG env (`envs/dag/env.py`) against its contract: a differential test with the plain-Python
 reference (`tests/reference/dag.py`) over random valid (and some invalid) action sequences, the paper's
 hand cases (Fig. 1, Fig. 3's width, the return), compile-once and vmap = loop."""
 
@@ -17,9 +17,9 @@ from reference.dag import RefDAGEnv, random_valid_action
 from reference.dag_counts import unpacked_counts
 
 from jaxsched.core.episode import run_episode, stateless
-from jaxsched.envs.dag import DAGEnv, _rank_within
-from jaxsched.envs.dag_params import DAGConfig, StageCounts
-from jaxsched.envs.dag_waves import interval_map
+from jaxsched.envs.dag.env import DAGEnv, _rank_within
+from jaxsched.envs.dag.params import DAGConfig, StageCounts
+from jaxsched.envs.dag.waves import interval_map
 from jaxsched.workloads.dag_bank import DAGTemplates, make_bank, template_features
 
 K, J, S, G = 3, 3, 5, 4  # one static shape for every differential sequence: one compile
@@ -660,7 +660,7 @@ def test_invariants_under_random_valid_actions(seed, moving, warmup, gap):
 def test_trace_accounts_for_every_task():
     """`envs.dag_trace`: the executors' runs never overlap and add up to the episode's work exactly (no
     warm-up or moves), under FIFO and under random choices with idle slots; the slots are the policy's."""
-    from jaxsched.envs.dag_trace import trace_episode
+    from jaxsched.envs.dag.trace import trace_episode
     from jaxsched.policies.dag import make_heuristic
 
     env = DAGEnv(DAGConfig(n_executors=K, max_slots=J, max_stages=S, idle_levels=G))
@@ -682,7 +682,7 @@ def test_max_events_only_splits_steps(cap, unrolled, monkeypatch):
     the uncapped one; its extra steps are marked `decision = False` and ignore their action. It processes
     the same event times in all, at most `cap` per step; in unrolled copies of an event time or, above
     `_MAX_UNROLLED_EVENTS`, in a `while_loop`."""
-    import jaxsched.envs.dag as dag_module
+    import jaxsched.envs.dag.env as dag_module
 
     monkeypatch.setattr(dag_module, "_MAX_UNROLLED_EVENTS", 4 if unrolled else 0)
     import dataclasses

@@ -346,8 +346,8 @@ def test_decima_waves_on_real_tpch_match_the_reference(real):
     from reference.dag import RefDAGEnv, random_valid_action
     from reference.dag_counts import unpacked_counts
 
-    from jaxsched.envs.dag import DAGEnv
-    from jaxsched.envs.dag_params import DAGConfig
+    from jaxsched.envs.dag.env import DAGEnv
+    from jaxsched.envs.dag.params import DAGConfig
     from jaxsched.workloads.dag_bank import make_bank
 
     _, npz = real

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from reference.gpu_cloud import fluctuation as ref_fluctuation
 
-from jaxsched.envs.gpu_contention import fluctuation
+from jaxsched.envs.gpu_cloud.contention import fluctuation
 
 SEEDS, UPDATES, M = 256, 512, 8
 N = SEEDS * UPDATES * M  # 2^20 draws

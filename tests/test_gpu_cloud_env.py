@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from jax import lax
 from reference.gpu_cloud import ReferenceGPUCloud
 
-from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudConfig, GPUCloudEnv
-from jaxsched.envs.gpu_cloud_obs import N_LOAD_FEATURES
+from jaxsched.envs.gpu_cloud.env import GPUCloudAction, GPUCloudConfig, GPUCloudEnv
+from jaxsched.envs.gpu_cloud.obs import N_LOAD_FEATURES
 from jaxsched.policies.gpu_cloud import HEURISTICS, make_heuristic
 from jaxsched.workloads.ddl import fits_empty_cluster, make_ddl_workload
 

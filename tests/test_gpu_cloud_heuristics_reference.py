@@ -39,7 +39,7 @@ import pytest
 from jax import lax
 from reference.gpu_cloud import ReferenceGPUCloud
 
-from jaxsched.envs.gpu_cloud import GPUCloudConfig, GPUCloudEnv
+from jaxsched.envs.gpu_cloud.env import GPUCloudConfig, GPUCloudEnv
 from jaxsched.policies.gpu_cloud import HEURISTICS, make_heuristic
 from jaxsched.workloads.ddl import fits_empty_cluster, make_ddl_workload
 

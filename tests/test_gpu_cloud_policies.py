@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudConfig, GPUCloudEnv, GPUCloudObs
+from jaxsched.envs.gpu_cloud.env import GPUCloudAction, GPUCloudConfig, GPUCloudEnv, GPUCloudObs
 from jaxsched.experiments.evaluate import evaluate_policies
 from jaxsched.policies.gpu_cloud import (
     HEURISTICS,

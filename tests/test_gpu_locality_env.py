@@ -1,4 +1,4 @@
-"""The GPU-locality env of SCED² (`jaxsched/envs/gpu_locality.py`, the semantics of `sced2_spec.md`)
+"""The GPU-locality env of SCED² (`jaxsched/envs/gpu_locality/env.py`, the semantics of `sced2_spec.md`)
 against the plain-Python reference (`tests/reference/gpu_locality.py`).
 
   * Random workloads (bursts of simultaneous arrivals, mixed GPU demands up to the whole cluster, the six
@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from reference.gpu_locality import METRIC_KEYS, OBS_KEYS, RefGPULocality, ref_policy
 
-from jaxsched.envs.gpu_locality import GPULocalityConfig, GPULocalityEnv
+from jaxsched.envs.gpu_locality.env import GPULocalityConfig, GPULocalityEnv
 from jaxsched.workloads.dlt import DLTWorkload
 
 KEY0 = jax.random.PRNGKey(0)  # one episode per params: the key does not matter

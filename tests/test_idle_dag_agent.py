@@ -41,8 +41,8 @@ def test_time_baseline_by_hand():
 def test_network_inputs_by_hand():
     """The paper's Fig. 1 at t = 0: job 1 (one stage, one 20 s task) is runnable on the one idle executor;
     job 2 has not arrived (its slot is empty: all zeros)."""
-    from jaxsched.envs.dag import DAGEnv
-    from jaxsched.envs.dag_params import DAGConfig
+    from jaxsched.envs.dag.env import DAGEnv
+    from jaxsched.envs.dag.params import DAGConfig
     from jaxsched.nn.idle_dag import network_inputs
     from jaxsched.workloads.dag_bank import DAGTemplates, make_bank
 
@@ -72,8 +72,8 @@ def test_network_inputs_sum_a_jobs_stages_and_features_are_per_job():
     """Job 1 has two parallel stages (2 tasks × 3 s: 6 s; 1 task × 5 s: 5 s), job 2 one stage (1 × 4 s),
     both arriving at t = 0 on 3 executors: job 1's remaining work is their sum, 11 s; its critical path
     6 s and width 11 / 6; job 2's 4 s and width 1 — each job's features from its own template."""
-    from jaxsched.envs.dag import DAGEnv
-    from jaxsched.envs.dag_params import DAGConfig
+    from jaxsched.envs.dag.env import DAGEnv
+    from jaxsched.envs.dag.params import DAGConfig
     from jaxsched.nn.idle_dag import network_inputs
     from jaxsched.workloads.dag_bank import DAGTemplates, make_bank
 

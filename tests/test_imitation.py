@@ -23,7 +23,7 @@ from jaxsched.agents.das import (
 from jaxsched.agents.imitation import pretrain
 from jaxsched.agents.mappo import MAPPO, MAPPOConfig
 from jaxsched.agents.pg import update_value_stats, value_moments
-from jaxsched.envs.gpu_cloud import GPUCloudAction
+from jaxsched.envs.gpu_cloud.env import GPUCloudAction
 from jaxsched.experiments.evaluate import run_episode
 from jaxsched.policies.gpu_cloud import make_heuristic
 from jaxsched.systems.das.evaluate import evaluate_on_episodes, seed_keys

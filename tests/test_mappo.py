@@ -16,7 +16,7 @@ from jaxsched.agents.das import DASAgent, DASAgentConfig
 from jaxsched.agents.imitation import imitation_loss, imitation_loss_by_env
 from jaxsched.agents.mappo import MAPPO, MAPPOConfig, MAPPOTransition, gae
 from jaxsched.agents.pg import update_value_stats, value_moments
-from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudConfig, GPUCloudEnv
+from jaxsched.envs.gpu_cloud.env import GPUCloudAction, GPUCloudConfig, GPUCloudEnv
 from jaxsched.workloads.ddl import V100_MACHINE, drop_too_large, generate_pai_like
 
 M = 2
@@ -361,7 +361,7 @@ def _learning_setup():
     all-zero constant action: FIFO order, FirstFit placement)."""
     from tiny_gpu_cloud import two_speed_cluster
 
-    from jaxsched.envs.gpu_cloud import GPUCloudAction
+    from jaxsched.envs.gpu_cloud.env import GPUCloudAction
     from jaxsched.experiments.evaluate import evaluate_policies
     from jaxsched.policies.gpu_cloud import heuristic_policies
 

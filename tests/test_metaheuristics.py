@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudConfig, GPUCloudEnv
+from jaxsched.envs.gpu_cloud.env import GPUCloudAction, GPUCloudConfig, GPUCloudEnv
 from jaxsched.policies.gpu_cloud import make_heuristic
 from jaxsched.policies.metaheuristics import (
     DEFAULT_POLICY,

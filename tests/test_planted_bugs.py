@@ -38,7 +38,8 @@ def test_every_planted_bug_applies_to_the_code(bug_list):
 def test_a_stale_bug_is_refused(tmp_path):
     harness = _harness()
     stale = tmp_path / "planted_bugs_stale.py"
-    stale.write_text('BUGS = [("X1", "jaxsched/envs/dag.py", "no such line", "x", "tests/test_dag_env.py")]')
+    bug = '("X1", "jaxsched/envs/dag/env.py", "no such line", "x", "tests/test_dag_env.py")'
+    stale.write_text(f"BUGS = [{bug}]")
     bugs, _ = harness.load_bugs(stale)
     with pytest.raises(SystemExit, match="X1: the text to replace occurs 0 times"):
         harness.check_applies(bugs, ROOT)

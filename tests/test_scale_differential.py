@@ -33,7 +33,7 @@ from test_hpc_env import replay as hpc_replay
 from test_hpc_env import scan_runner as hpc_scan_runner
 from test_hpc_env import workload as hpc_workload
 
-from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudConfig, GPUCloudEnv, heterogeneous_perf
+from jaxsched.envs.gpu_cloud.env import GPUCloudAction, GPUCloudConfig, GPUCloudEnv, heterogeneous_perf
 from jaxsched.envs.hpc import HPCConfig
 from jaxsched.policies.gpu_cloud import make_heuristic
 from jaxsched.workloads.ddl import generate_pai_like, make_ddl_workload

@@ -9,7 +9,7 @@ import functools
 import jax
 import numpy as np
 
-from jaxsched.envs.gpu_cloud import GPUCloudConfig, GPUCloudEnv
+from jaxsched.envs.gpu_cloud.env import GPUCloudConfig, GPUCloudEnv
 from jaxsched.workloads.ddl import V100_MACHINE, drop_too_large, generate_pai_like, train_test_split
 
 

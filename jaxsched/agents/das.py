@@ -41,8 +41,8 @@ from flax import struct
 from jaxsched.core.checks import at_least
 from jaxsched.core.metrics import masked_mean
 from jaxsched.core.placement import descending_rank
-from jaxsched.envs.gpu_cloud_obs import N_JOB_FEATURES, N_MACHINE_FEATURES, GPUCloudObs
-from jaxsched.envs.gpu_cloud_types import GPUCloudAction
+from jaxsched.envs.gpu_cloud.obs import N_JOB_FEATURES, N_MACHINE_FEATURES, GPUCloudObs
+from jaxsched.envs.gpu_cloud.types import GPUCloudAction
 from jaxsched.nn.das import (
     GaussianPriorityHead,
     MLPPlacementHead,

@@ -2,8 +2,8 @@
 env is exported here with its config, params, state, observation and (where it is not an int) action
 types."""
 
-from jaxsched.envs.dag import DAGEnv
-from jaxsched.envs.dag_params import DAGConfig, DAGObs, DAGParams, DAGState
+from jaxsched.envs.dag.env import DAGEnv
+from jaxsched.envs.dag.params import DAGConfig, DAGObs, DAGParams, DAGState
 from jaxsched.envs.deferrable import (
     DeferrableConfig,
     DeferrableEnv,
@@ -11,16 +11,16 @@ from jaxsched.envs.deferrable import (
     DeferrableParams,
     DeferrableState,
 )
-from jaxsched.envs.gpu_cloud import (
+from jaxsched.envs.gpu_cloud.env import (
     GPUCloudAction,
     GPUCloudConfig,
     GPUCloudEnv,
     GPUCloudParams,
     GPUCloudState,
 )
-from jaxsched.envs.gpu_cloud_obs import GPUCloudObs
-from jaxsched.envs.gpu_locality import GPULocalityEnv, GPULocalityObs, GPULocalityState
-from jaxsched.envs.gpu_locality_params import GPULocalityConfig, GPULocalityParams
+from jaxsched.envs.gpu_cloud.obs import GPUCloudObs
+from jaxsched.envs.gpu_locality.env import GPULocalityEnv, GPULocalityObs, GPULocalityState
+from jaxsched.envs.gpu_locality.params import GPULocalityConfig, GPULocalityParams
 from jaxsched.envs.hpc import HPCConfig, HPCEnv, HPCObs, HPCParams, HPCState
 from jaxsched.envs.registry import EnvSpec, make, registered
 

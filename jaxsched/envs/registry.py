@@ -69,7 +69,7 @@ def gpu_cloud_setup(
     `n_machines` if more than 1 % do not), with the generator's knobs (`workloads.ddl.pai_like_config`)
     and the contention strengths (`kappa_*`). `das-small` / `-medium` / `-large` set them to the
     calibrated presets' values (`configs/das/paper_*.yaml`)."""
-    from jaxsched.envs.gpu_cloud import GPUCloudConfig, GPUCloudEnv, heterogeneous_perf
+    from jaxsched.envs.gpu_cloud.env import GPUCloudConfig, GPUCloudEnv, heterogeneous_perf
     from jaxsched.workloads.ddl import V100_MACHINE, drop_too_large, generate_pai_like, pai_like_config
 
     if size not in CLUSTER_SIZES:
@@ -110,8 +110,8 @@ def gpu_locality_setup(
     of 2, 4, 8, 16, 32 GPUs weighted by `multi_gpu_weights`, run times capped at `max_runtime` s, the
     locality slowdowns' excess over 1 scaled by `slowdown_scale`. `sced2` sets them to the calibrated
     preset's values (`configs/sced2/paper_68.yaml`)."""
-    from jaxsched.envs.gpu_locality import GPULocalityConfig, GPULocalityEnv
-    from jaxsched.envs.gpu_locality_params import default_slowdown
+    from jaxsched.envs.gpu_locality.env import GPULocalityConfig, GPULocalityEnv
+    from jaxsched.envs.gpu_locality.params import default_slowdown
     from jaxsched.workloads.philly import PhillyConfig, generate_dlt_bank
 
     env = GPULocalityEnv(GPULocalityConfig(n_servers, gpus_per_server, window, n_levels, auto_forward))
@@ -150,8 +150,8 @@ def dag_setup(
     `moving_delay` / `warmup_delay` (ms) are Decima's; the synthetic presets set them to 0. `max_events` 1:
     with a cheap policy one event time per step gives the most decisions/s under `vmap` (docs/dag.md);
     a training config with a network per step sets its own (2 in configs/dag/tpch_like.yaml)."""
-    from jaxsched.envs.dag import DAGEnv
-    from jaxsched.envs.dag_params import DAGConfig
+    from jaxsched.envs.dag.env import DAGEnv
+    from jaxsched.envs.dag.params import DAGConfig
     from jaxsched.workloads.dag_gen import synthetic_bank, tpch_like_bank
 
     if workload == "tpch_like":

@@ -29,7 +29,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxsched.envs.dag_params import DAGConfig, DAGObs
+from jaxsched.envs.dag.params import DAGConfig, DAGObs
 from jaxsched.nn.gnn import MLP, DAGEncoder
 
 FEATURES = ("add", "none", "replace")

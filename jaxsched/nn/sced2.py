@@ -18,8 +18,8 @@ import flax.linen as nn
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.envs.gpu_locality import N_STATS
-from jaxsched.envs.gpu_locality_params import GPULocalityConfig
+from jaxsched.envs.gpu_locality.env import N_STATS
+from jaxsched.envs.gpu_locality.params import GPULocalityConfig
 
 
 class SharedWeightQ(nn.Module):

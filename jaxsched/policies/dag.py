@@ -23,8 +23,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxsched.core.cluster import prefix_count
-from jaxsched.envs.dag import DAGEnv
-from jaxsched.envs.dag_params import DAGObs
+from jaxsched.envs.dag.env import DAGEnv
+from jaxsched.envs.dag.params import DAGObs
 
 HEURISTICS = ("fifo", "sjf", "cp", "dynamic")
 BIG = 2**30

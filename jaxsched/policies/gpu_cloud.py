@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxsched.core.placement import fit_counts
-from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudEnv, GPUCloudObs
+from jaxsched.envs.gpu_cloud.env import GPUCloudAction, GPUCloudEnv, GPUCloudObs
 
 HEURISTICS = ("fifo_firstfit", "fifo_loadbalance", "drf_firstfit", "drf_loadbalance", "tetris")
 LABELS = {

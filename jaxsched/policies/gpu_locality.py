@@ -21,8 +21,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxsched.core.placement import packing_servers
-from jaxsched.envs.gpu_locality import GPULocalityEnv, GPULocalityObs
-from jaxsched.envs.gpu_locality_params import min_servers
+from jaxsched.envs.gpu_locality.env import GPULocalityEnv, GPULocalityObs
+from jaxsched.envs.gpu_locality.params import min_servers
 
 HEURISTICS = ("fifo", "sif", "dsif", "saf", "lrf", "spf")
 DSIF_MAX_DELAYS = 3  # §IV-A: "it will delay the job for at most 3 times"

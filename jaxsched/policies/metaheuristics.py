@@ -56,7 +56,7 @@ from flax import struct
 
 from jaxsched.core.episode import run_episode
 from jaxsched.core.placement import descending_rank
-from jaxsched.envs.gpu_cloud import GPUCloudAction, GPUCloudEnv, GPUCloudObs, GPUCloudState
+from jaxsched.envs.gpu_cloud.env import GPUCloudAction, GPUCloudEnv, GPUCloudObs, GPUCloudState
 from jaxsched.policies.gpu_cloud import make_heuristic
 
 DEFAULT_POLICY = "fifo_loadbalance"  # the start action and the lookahead's policy

@@ -1,4 +1,4 @@
-"""DAG job templates and episodes: the workload bank of the idle-slot DAG env (`envs/dag.py`).
+"""DAG job templates and episodes: the workload bank of the idle-slot DAG env (`envs/dag/env.py`).
 
 A *template* is one job DAG: `n_stages` stages, each with `n_tasks` tasks of `duration` ms and a parent
 bitmask (bit p of `parents[s]` set iff stage p -> s). Templates are padded to `S` stages (<= 31, so a

@@ -9,16 +9,16 @@ failure (pytest's `faulthandler_timeout` names the test).
 
 # ruff: noqa: E501  (the replaced lines are quoted whole)
 
-ENV = "jaxsched/envs/dag.py"
+ENV = "jaxsched/envs/dag/env.py"
 POLICIES = "jaxsched/policies/dag.py"
 NET = "jaxsched/nn/idle_dag.py"
 GNN = "jaxsched/nn/gnn.py"
 PG = "jaxsched/agents/reinforce.py"
 BANK = "jaxsched/workloads/dag_bank.py"
 TPCH = "jaxsched/workloads/tpch.py"
-WAVES = "jaxsched/envs/dag_waves.py"
+WAVES = "jaxsched/envs/dag/waves.py"
 GEN = "jaxsched/workloads/dag_gen.py"
-PARAMS = "jaxsched/envs/dag_params.py"
+PARAMS = "jaxsched/envs/dag/params.py"
 CONFIG = "jaxsched/systems/dag/config.py"
 EVALUATE = "jaxsched/systems/dag/evaluate.py"
 TABLE = "jaxsched/systems/dag/table.py"
@@ -390,7 +390,7 @@ BUGS = [
     ),
     (
         "V1",
-        "jaxsched/envs/dag.py",  # the pinning moved from systems/dag/evaluate.py to the env (`episode`)
+        "jaxsched/envs/dag/env.py",  # the pinning moved from systems/dag/evaluate.py to the env (`episode`)
         "one = lambda x: jax.lax.dynamic_index_in_dim(x, i, keepdims=True)  # noqa: E731\n        return params.replace(\n            bank=b.replace(",
         "one = lambda x: jax.lax.dynamic_index_in_dim(x, 0, keepdims=True)  # noqa: E731\n        return params.replace(\n            bank=b.replace(",
         T_SYSTEM,

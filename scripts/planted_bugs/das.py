@@ -7,7 +7,7 @@ Not listed: a job ending exactly at the next event time not finishing there (`en
 
 # ruff: noqa: E501  (the replaced lines are quoted whole)
 
-ENV = "jaxsched/envs/gpu_cloud.py"
+ENV = "jaxsched/envs/gpu_cloud/env.py"
 T_ENV = "tests/test_gpu_cloud_env.py"
 
 BUGS = [
@@ -78,7 +78,7 @@ BUGS = [
     ),
     (
         "A14",
-        "jaxsched/envs/gpu_cloud_obs.py",
+        "jaxsched/envs/gpu_cloud/obs.py",
         "n_waiting = jnp.maximum(q_len + n_outside, 1).astype(jnp.float32)",
         "n_waiting = jnp.maximum(q_len, 1).astype(jnp.float32)",
         T_ENV,
@@ -92,7 +92,7 @@ BUGS = [
     ),
     (
         "A16",
-        "jaxsched/envs/gpu_cloud_obs.py",
+        "jaxsched/envs/gpu_cloud/obs.py",
         "return jnp.concatenate([jobs.reshape(-1), mask.astype(jnp.float32), machines.reshape(-1), load])",
         "return jnp.concatenate([jobs.reshape(-1), (~mask).astype(jnp.float32), machines.reshape(-1), load])",
         T_ENV,

@@ -3,7 +3,7 @@
 
 # ruff: noqa: E501  (the replaced lines are quoted whole)
 
-ENV = "jaxsched/envs/gpu_locality.py"
+ENV = "jaxsched/envs/gpu_locality/env.py"
 POLICIES = "jaxsched/policies/gpu_locality.py"
 T_ENV = "tests/test_gpu_locality_env.py"
 

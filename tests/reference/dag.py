@@ -1,6 +1,6 @@
 """A plain-Python reference of the idle-slot DAG cluster (Duan & Wu, ../shared/papers/004_*.txt, on
-Decima's task model), written from `docs/dag.md` (the contract of `jaxsched/envs/dag.py`), not from the JAX
-code: Python lists, one record per executor and per (episode job, stage), explicit loops, integer
+Decima's task model), written from `docs/dag.md` (the contract of `jaxsched/envs/dag/env.py`), not from the
+JAX code: Python lists, one record per executor and per (episode job, stage), explicit loops, integer
 milliseconds and float64 rewards. The differential test drives it and the JAX env with the same actions and
 compares every snapshot field, reward, flag and the final metrics.
 

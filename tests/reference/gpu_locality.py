@@ -1,6 +1,6 @@
 """A plain-Python reference of SCED²'s GPU-locality cluster (Luan et al., ../shared/papers/001_*.txt,
 §II–§IV), written from the text and the semantics of `sced2_spec.md` (the contract of
-`jaxsched/envs/gpu_locality.py`), not from the JAX code: Python lists, per-GPU end times, explicit loops,
+`jaxsched/envs/gpu_locality/env.py`), not from the JAX code: Python lists, per-GPU end times, explicit loops,
 float64 arithmetic except the float32 actual-time formula the spec fixes. The differential tests drive it
 and `GPULocalityEnv.step_env` with the same actions and compare every observation field, reward, flag and
 the final metrics.

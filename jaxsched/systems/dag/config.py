@@ -35,7 +35,7 @@ import numpy as np
 
 from jaxsched.agents.reinforce import ReinforceConfig
 from jaxsched.core.checks import at_least, in_unit_interval, positive
-from jaxsched.envs.dag import DAGEnv
+from jaxsched.envs.dag.env import DAGEnv
 from jaxsched.experiments.config import ExperimentConfig, HeldOutEval
 from jaxsched.policies.dag import HEURISTICS
 
@@ -102,7 +102,7 @@ class EnvSection:
         positive(self, "env", ("reward_scale",))
 
     def dag_config(self):
-        from jaxsched.envs.dag_params import DAGConfig
+        from jaxsched.envs.dag.params import DAGConfig
 
         return DAGConfig(
             self.n_executors, self.max_slots, self.max_stages, self.idle_levels, self.max_events,

@@ -78,7 +78,7 @@ class EnvSection:
     wait_norm: float = 3600.0  # s: the job feature `wait / wait_norm` (waits on a loaded cluster are days)
 
     def __post_init__(self):
-        from jaxsched.envs.gpu_cloud import REWARDS
+        from jaxsched.envs.gpu_cloud.env import REWARDS
 
         if self.reward not in REWARDS:
             raise ValueError(f"env.reward must be one of {', '.join(REWARDS)}, got {self.reward!r}")
@@ -244,7 +244,7 @@ def build_das(cfg: DASConfig):
     import jax
     import numpy as np
 
-    from jaxsched.envs.gpu_cloud import GPUCloudConfig, GPUCloudEnv, heterogeneous_perf
+    from jaxsched.envs.gpu_cloud.env import GPUCloudConfig, GPUCloudEnv, heterogeneous_perf
     from jaxsched.workloads.ddl import (
         V100_MACHINE,
         drop_too_large,

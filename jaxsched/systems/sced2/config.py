@@ -92,7 +92,7 @@ class EnvSection:
             raise ValueError(f"env.max_steps must be >= 1 or null, got {self.max_steps}")
 
     def gpu_locality_config(self, window: int):
-        from jaxsched.envs.gpu_locality_params import GPULocalityConfig
+        from jaxsched.envs.gpu_locality.params import GPULocalityConfig
 
         sizes = (self.n_servers, self.gpus_per_server, window, self.n_levels)
         return GPULocalityConfig(*sizes, auto_forward=self.auto_forward, work_conserving=self.work_conserving)
@@ -259,7 +259,7 @@ def _episodes(bank, first: int, count: int, size: int):
 def slowdown_table(e: EnvSection):
     """`f32[6, k]`: the locality model's slowdowns (`envs.gpu_locality_params.default_slowdown`) with their
     excess over 1 scaled by `env.slowdown_scale` (None at 1: the env's default table)."""
-    from jaxsched.envs.gpu_locality_params import default_slowdown
+    from jaxsched.envs.gpu_locality.params import default_slowdown
 
     if e.slowdown_scale == 1.0:
         return None
@@ -269,7 +269,7 @@ def slowdown_table(e: EnvSection):
 def window_env(cfg: SCED2Config, window: int):
     """`cfg`'s env with a window of `window` jobs; it takes the params `build_sced2` makes (they do not
     depend on the window), e.g. the whole-queue baselines' env."""
-    from jaxsched.envs.gpu_locality import GPULocalityEnv
+    from jaxsched.envs.gpu_locality.env import GPULocalityEnv
 
     return GPULocalityEnv(cfg.env.gpu_locality_config(window))
 

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from jaxsched.envs.dag import DAGEnv
+from jaxsched.envs.dag.env import DAGEnv
 
 
 class Run(NamedTuple):

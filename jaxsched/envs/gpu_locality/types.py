@@ -1,4 +1,4 @@
-"""The state and observation pytrees of SCED²'s GPU-locality env (`envs/gpu_locality.py`)."""
+"""The state and observation pytrees of SCED²'s GPU-locality env (`envs/gpu_locality/env.py`)."""
 
 from __future__ import annotations
 

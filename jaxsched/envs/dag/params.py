@@ -1,4 +1,4 @@
-"""Static config, params, state and observation of the idle-slot DAG cluster (`envs/dag.py`).
+"""Static config, params, state and observation of the idle-slot DAG cluster (`envs/dag/env.py`).
 
 The semantics are `docs/dag.md`. Defaults and where they come from:
   * `moving_delay` 0 and `warmup_delay` 0 ms: the paper's model has neither (an executor switches jobs for
@@ -22,7 +22,7 @@ import numpy as np
 from flax import struct
 
 from jaxsched.core.checks import at_least
-from jaxsched.envs.dag_waves import DECIMA_DATA_POINTS, TaskWaves, make_task_waves
+from jaxsched.envs.dag.waves import DECIMA_DATA_POINTS, TaskWaves, make_task_waves
 from jaxsched.workloads.dag_bank import MAX_STAGES, MAX_TIME_MS, DAGBank
 
 INF_MS = MAX_TIME_MS  # "never": an idle executor's `until`, a padded arrival

@@ -44,7 +44,7 @@ import jax.numpy as jnp
 from jaxsched.core.env import Environment
 from jaxsched.core.queue import first_after
 from jaxsched.core.spaces import Box, MultiDiscrete
-from jaxsched.envs.dag_params import (
+from jaxsched.envs.dag.params import (
     INF_MS,
     DAGConfig,
     DAGObs,
@@ -53,7 +53,7 @@ from jaxsched.envs.dag_params import (
     StageCounts,
     make_params,
 )
-from jaxsched.envs.dag_waves import sample_durations
+from jaxsched.envs.dag.waves import sample_durations
 from jaxsched.workloads.dag_bank import DAGBank
 
 _MAX_UNROLLED_EVENTS = 4  # `max_events` up to this runs as unrolled copies of an event time (`_advance`)

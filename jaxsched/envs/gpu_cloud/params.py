@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsched.envs.gpu_cloud_types import GPUCloudParams
+from jaxsched.envs.gpu_cloud.types import GPUCloudParams
 from jaxsched.workloads.ddl import (
     FLUCT_STD,
     MODEL_COMM,

@@ -1,4 +1,4 @@
-"""Static config, params and the locality model of SCED²'s GPU-locality cluster (`envs/gpu_locality.py`).
+"""Static config, params and the locality model of SCED²'s GPU-locality cluster (`envs/gpu_locality/env.py`).
 
 The locality model (the paper measures it but does not write it down, §II-A and Fig. 1):
   * A placement of g GPUs over s servers has locality *level* `min(s − ⌈g/M⌉, k − 1)`: 0 is the most

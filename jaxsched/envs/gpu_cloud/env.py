@@ -29,7 +29,8 @@ from jaxsched.core import queue
 from jaxsched.core.env import Environment
 from jaxsched.core.placement import can_place, descending_rank, fit_counts
 from jaxsched.core.spaces import Box
-from jaxsched.envs.gpu_cloud_obs import (
+from jaxsched.envs.gpu_cloud.contention import contention_shares, fluctuation, job_speeds
+from jaxsched.envs.gpu_cloud.obs import (
     GPUCloudObs,
     global_state,
     global_state_size,
@@ -37,14 +38,13 @@ from jaxsched.envs.gpu_cloud_obs import (
     load_features,
     machine_features,
 )
-from jaxsched.envs.gpu_cloud_params import (  # noqa: F401  (heterogeneous_perf, REWARDS re-exported)
+from jaxsched.envs.gpu_cloud.params import (  # noqa: F401  (heterogeneous_perf, REWARDS re-exported)
     ARRIVAL_BLOCK,
     REWARDS,
     heterogeneous_perf,
     make_gpu_cloud_params,
 )
-from jaxsched.envs.gpu_cloud_types import GPUCloudAction, GPUCloudConfig, GPUCloudParams, GPUCloudState
-from jaxsched.envs.gpu_contention import contention_shares, fluctuation, job_speeds
+from jaxsched.envs.gpu_cloud.types import GPUCloudAction, GPUCloudConfig, GPUCloudParams, GPUCloudState
 from jaxsched.workloads.ddl import DDLWorkload
 
 N_RES = 3  # gpu, cpu, mem

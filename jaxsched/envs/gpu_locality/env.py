@@ -44,7 +44,7 @@ from jaxsched.core.metrics import fragmentation, per_job
 from jaxsched.core.placement import packing_take, take_free_slots
 from jaxsched.core.queue import first_after
 from jaxsched.core.spaces import Box, Discrete
-from jaxsched.envs.gpu_locality_params import (
+from jaxsched.envs.gpu_locality.params import (
     GPULocalityConfig,
     GPULocalityParams,
     make_params,
@@ -52,7 +52,7 @@ from jaxsched.envs.gpu_locality_params import (
     profile_times,
     run_time,
 )
-from jaxsched.envs.gpu_locality_types import GPULocalityObs, GPULocalityState
+from jaxsched.envs.gpu_locality.types import GPULocalityObs, GPULocalityState
 
 N_STATS = 4  # jobs behind the window: count, mean GPUs, mean ideal time, mean wait
 
