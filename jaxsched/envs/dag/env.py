@@ -33,7 +33,7 @@ Per event time the work is O(J·S + k) (executors that finish together are ranke
 `_rank_within`); completions that only continue a stage, and move arrivals that start a task, are
 fast-forwarded in closed form (`_advance`), so a decision costs a few event times, not one per task.
 A stage's counters (tasks left, executors running it and moving to it, its flags) are one packed word
-(`dag_params.StageCounts`): an event's count updates are one scatter-add.
+(`dag.params.StageCounts`): an event's count updates are one scatter-add.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class DAGEnv(Environment[DAGState, DAGParams]):
         self.layout = StageCounts(self.config.n_executors)  # the layout of `state.counts`
 
     def make_params(self, bank: DAGBank, **kwargs) -> DAGParams:
-        """`dag_params.make_params` for this env's config."""
+        """`dag.params.make_params` for this env's config."""
         return make_params(self.config, bank, **kwargs)
 
     def episode(self, params: DAGParams, i) -> DAGParams:

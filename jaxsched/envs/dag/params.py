@@ -153,7 +153,7 @@ def make_params(
         raise ValueError(
             f"bank.n_tasks: stages of up to {widest_stage} tasks do not fit the per-stage counters at "
             f"dag.n_executors = {config.n_executors} (at most {max(layout.max_tasks, 0)} tasks a stage; "
-            "envs.dag_params.StageCounts)"
+            "envs.dag.params.StageCounts)"
         )
     if s_bank < config.max_stages:
         pad = config.max_stages - s_bank

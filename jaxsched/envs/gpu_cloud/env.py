@@ -67,7 +67,7 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
         `machine`: capacities of each (identical) machine, default the V100 spec; `perf`: `[M]`
         performance factors (default all 1.0; `heterogeneous_perf` draws calibrated ones); `starts`:
         episode start indices (default every admissible start); `reward`: one of `REWARDS`. The knobs
-        and their defaults: `gpu_cloud_params.make_gpu_cloud_params` (episode_jobs, max_steps, machine,
+        and their defaults: `gpu_cloud.params.make_gpu_cloud_params` (episode_jobs, max_steps, machine,
         perf, bw_cap, fluct_std, model_comm, kappa_net, kappa_cpu, kappa_spread, price, alpha, jct_unit,
         load_scale, c_norm, wait_norm, reward)."""
         return make_gpu_cloud_params(self.config.n_machines, bank, starts, **knobs)

@@ -4,7 +4,7 @@ non-preemptive DLT jobs placed by *packing*, and an agent that picks which waiti
 A decision (§III-C) is one of J + 1 actions over the window of the first J waiting jobs by arrival:
   * pick slot i (valid when the slot shows a job whose GPUs fit in the idle GPUs, anywhere): the job is
     placed now by packing (`core.placement.packing_take`), runs `ceil(T_ideal · slowdown[model, level])`
-    seconds (the locality model, `gpu_locality_params`), and the reward is its execution effectiveness
+    seconds (the locality model, `gpu_locality.params`), and the reward is its execution effectiveness
     E = T_ideal / (T_wait + T_actual) (Eq. 2). Time stays frozen; the next waiting job slides into the window;
   * φ (action J): reward 0, time moves to the next event — the next arrival or the next GPU release,
     simultaneous events together. φ is masked only when no event can happen (then some pick is valid).
@@ -66,7 +66,7 @@ class GPULocalityEnv(Environment[GPULocalityState, GPULocalityParams]):
         self.config = GPULocalityConfig() if config is None else config
 
     def make_params(self, bank, **kwargs) -> GPULocalityParams:
-        """`gpu_locality_params.make_params` for this env's config."""
+        """`gpu_locality.params.make_params` for this env's config."""
         return make_params(self.config, bank, **kwargs)
 
     def episode(self, params: GPULocalityParams, i) -> GPULocalityParams:

@@ -257,7 +257,7 @@ def _episodes(bank, first: int, count: int, size: int):
 
 
 def slowdown_table(e: EnvSection):
-    """`f32[6, k]`: the locality model's slowdowns (`envs.gpu_locality_params.default_slowdown`) with their
+    """`f32[6, k]`: the locality model's slowdowns (`envs.gpu_locality.params.default_slowdown`) with their
     excess over 1 scaled by `env.slowdown_scale` (None at 1: the env's default table)."""
     from jaxsched.envs.gpu_locality.params import default_slowdown
 
