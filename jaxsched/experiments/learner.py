@@ -3,14 +3,17 @@
 A system says how to build its learners' compiled programs and which config fields hold their budget;
 this module does the rest, the same for every system:
 
-    LEARNER = Learner(programs=programs, names=lambda cfg: cfg.agent.variants, budget=lambda cfg: cfg.ppo,
-                      build=build_dag, summary=episode_summary("avg_jct", "avg JCT", "s"), curves=...)
+    LEARNER = Learner(programs=programs, names=lambda cfg: cfg.agent.variants,
+                      budget=lambda cfg, name: cfg.reinforce, build=build_dag,
+                      summary=episode_summary("avg_jct", "avg JCT", "s"), curves=lambda cfg, name: CURVES)
     train_learner(LEARNER, cfg, "full")            # one learner → cfg.run_dir / "full"
     train_all(LEARNER, cfg)                        # every learner the config lists, the banks built once
     runner, update = restore_learner(LEARNER, cfg, "full", env, train_params)
 
 Training is `experiments.train.train_chunks` (chunked, checkpointed, exact resume); each learner's run
-directory is `cfg.run_dir / <learner>`.
+directory is `Learner.run_dir` (by default `cfg.run_dir / <learner>`). Optional hooks carry what a system
+adds: validation-based selection (`select`), a warm start (`warm_start`), and what follows a finished run
+(`finish`).
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ class Learner:
     # seed's best checkpoint on validation episodes (`experiments.select.ValidationSelector`), or None
     select: Callable[..., Any] | None = None
     # warm_start(cfg, name, run_dir, env, init, progress) -> the `init(keys, env_params)` a fresh run
-    # starts from instead of `init` (e.g. DAS's imitation of a heuristic), or None
+    # starts from instead of `init` (e.g. DAS's imitation of a heuristic; `init` itself when none)
     warm_start: Callable[..., Any] | None = None
     # finish(cfg, name, run_dir, records, built, hook, progress): what follows a finished run instead of
     # the default learning curve and summary (e.g. DAS evaluates the variant on its test episodes)
