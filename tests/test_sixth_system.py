@@ -146,14 +146,16 @@ def evaluate(cfg: ToyConfig, checkpoint=None, episodes=None, json_path=None) -> 
     n = episodes or cfg.eval.episodes or TEST_EPISODES
     keys, rows = eval_episode_keys(cfg.eval.seed, n), np.arange(n)
     policies = {b: make_heuristic(env, b) for b in cfg.eval.baselines}
-    results = {b: {k: run_stats(v) for k, v in m.items()} for b, m in run_policies(env, test_params, policies, rows, keys).items()}  # fmt: skip  # noqa: E501
+    per = run_policies(env, test_params, policies, rows, keys)
+    results = {b: {k: run_stats(v) for k, v in m.items()} for b, m in per.items()}
     learned = {}
     if checkpoint is not None:
         names, path = trained_learners(checkpoint, ("ppo",), ("ppo",), "learner", "names")
         cfg = cfg.replace(out_dir=str(path.parent), name=path.name)
         runner, _ = restore_learner(LEARNER, cfg, "ppo", env, train_params)
         policy = PPO(cfg.ppo, env, train_params).policy(greedy=True)
-        out = episodes_program(("toy", cfg.ppo), env, policy)((runner.params, runner.obs_stats), test_params, jnp.asarray(rows), keys)  # fmt: skip  # noqa: E501
+        program = episodes_program(("toy", cfg.ppo), env, policy)
+        out = program((runner.params, runner.obs_stats), test_params, jnp.asarray(rows), keys)
         learned["ppo"] = {k: run_stats(np.asarray(v)) for k, v in out.items()}
         compare_learners(learned, results, "avg_cost", True, ("avg_cost",), "ppo")
     everything = learned | results

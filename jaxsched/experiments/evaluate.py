@@ -5,7 +5,8 @@ Episodes run through `core.episode.run_episode` (one jitted `lax.while_loop`), `
 keys: the same keys give every policy the same episodes (the reset draws the workload window from the key).
 Held-out evaluations pin the windows instead (`env.episode`, `spread_windows`): keys drawn at random
 repeat windows (32 keys over 32 windows hit about 20 of them), which would count one window as several
-pairs in a paired test.
+pairs in a paired test. `episodes_program` is every system's compiled evaluation program, in one cache;
+`run_policies` runs several heuristics as one of them; `compare_learners` attaches the paired tests.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsched.core import episode
+from jaxsched.experiments.stats import best_of, paired_tests
 
 
 def run_episode(env, env_params, policy, policy_params, key: jax.Array) -> dict[str, jax.Array]:
@@ -125,14 +127,11 @@ def evaluate_policies(
     (`env.episode`) with key `keys[i]`. Returns `{policy name: {metric: [num_keys]}}`.
     """
     names = list(policies)
-    branches = [lambda obs, k, p=policies[n]: p(None, obs, k) for n in names]
-
-    def switched(index, obs, key):
-        return jax.lax.switch(index, branches, obs, key)
+    policy = switched([policies[n] for n in names])
 
     def one(index, key, window):
         params = env_params if window is None else env.episode(env_params, window)
-        return run_episode(env, params, lambda _, obs, k: switched(index, obs, k), None, key)
+        return run_episode(env, params, policy, index, key)
 
     windows = None if windows is None else jnp.asarray(windows, jnp.int32)
     axis = None if windows is None else 0
@@ -173,8 +172,6 @@ def compare_learners(
     evaluated learner gets: `vs_best` against the best baseline by `best_metric`, and for `headline` (the
     paper's agent) `vs_<label>` against each other learner. `learned`, `baselines`: `{label: {metric:
     run_stats}}`. Returns the best baseline's name (None without baselines)."""
-    from jaxsched.experiments.stats import best_of, paired_tests
-
     best = best_of(baselines, list(baselines), best_metric, lower_is_better) if baselines else None
     for res in learned.values():
         if best is not None:
