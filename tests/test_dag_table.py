@@ -21,7 +21,7 @@ from jaxsched.cli import main
 from jaxsched.experiments.config import config_from_dict
 from jaxsched.experiments.evaluate import eval_episode_keys
 from jaxsched.systems.dag.config import DAGSystemConfig, build_params, make_env
-from jaxsched.systems.dag.evaluate import evaluate_on
+from jaxsched.systems.dag.evaluation import evaluate_on
 from jaxsched.systems.dag.table import PAPER_TABLE1
 from jaxsched.workloads import dag_gen
 from jaxsched.workloads.dag_bank import MAX_TIME_MS, pad_bank

@@ -401,8 +401,10 @@ def test_long_banks_stay_inside_int32_seconds_and_the_guard_names_the_limit():
     submit = np.asarray(w.submit, np.int64)
     assert (np.diff(submit) >= 0).all() and submit[0] >= 0
     assert 0.5 < submit[-1] / (1200 * 200_000.0) < 1.5
-    big = jax.eval_shape(lambda k: generate_pai_like(k, 288_000, PAILikeConfig(mean_interarrival_s=2500.0)),
-                         jax.random.PRNGKey(0))
+    big = jax.eval_shape(
+        lambda k: generate_pai_like(k, 288_000, PAILikeConfig(mean_interarrival_s=2500.0)),
+        jax.random.PRNGKey(0),
+    )
     assert big.submit.shape == (288_000,)
     with pytest.raises(ValueError, match="2100 jobs at mean inter-arrival 1000000.0 s may overflow int32"):
         generate_pai_like(jax.random.PRNGKey(3), 2100, PAILikeConfig(mean_interarrival_s=1e6))

@@ -52,8 +52,9 @@ class Case:
 
 CASES = {
     "hpc": Case(
-        lambda seed: jaxsched.make("dbf-quick", n_cores=16, episode_jobs=6, episodes=3, queue_capacity=32,
-                                   seed=seed),  # fmt: skip
+        lambda seed: jaxsched.make(
+            "dbf-quick", n_cores=16, episode_jobs=6, episodes=3, queue_capacity=32, seed=seed
+        ),  # fmt: skip
         lambda obs: obs.vec,
         lambda: HPCConfig(n_cores=0),
         "n_cores",
@@ -71,8 +72,9 @@ CASES = {
         "window",
     ),
     "dag": Case(
-        lambda seed: jaxsched.make("dag-quick", n_executors=3, max_slots=4, episodes=3, episode_jobs=4,
-                                   seed=seed),  # fmt: skip
+        lambda seed: jaxsched.make(
+            "dag-quick", n_executors=3, max_slots=4, episodes=3, episode_jobs=4, seed=seed
+        ),  # fmt: skip
         lambda obs: obs,  # every field: the space is a DAGObs of spaces
         lambda: DAGConfig(max_slots=0),
         "max_slots",
@@ -206,7 +208,6 @@ def test_auto_reset_returns_exactly_a_fresh_reset(name):
 def test_a_bad_static_config_names_the_field(name):
     with pytest.raises(ValueError, match=CASES[name].bad_field):
         CASES[name].bad_config()
-
 
 
 ENV_CLASSES = {"hpc": HPCEnv, "gpu_cloud": GPUCloudEnv, "gpu_locality": GPULocalityEnv, "dag": DAGEnv,

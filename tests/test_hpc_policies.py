@@ -241,8 +241,6 @@ def test_held_out_evaluation_plays_each_window_once():
     windows = np.array([2, 0, 2, 1])
     keys = jax.random.split(KEY0, len(windows))  # different keys: the window must not depend on them
     got = evaluate_policies(env, params, {"fcfs": fcfs}, keys, windows)["fcfs"]["avg_wait"]
-    alone = [
-        float(run_episode(env, env.episode(params, w), fcfs, None, KEY0)["avg_wait"]) for w in range(3)
-    ]
+    alone = [float(run_episode(env, env.episode(params, w), fcfs, None, KEY0)["avg_wait"]) for w in range(3)]
     np.testing.assert_array_equal(got, np.array(alone, np.float32)[windows])
     assert len(set(alone)) == 3  # the three windows differ, so a wrong window would show

@@ -109,7 +109,7 @@ def test_an_inspector_that_never_skips_is_its_base_heuristic(setup):
 
 def test_dbf_system_trains_and_evaluates_an_inspector(tmp_path):
     from jaxsched.experiments.learner import train_learner
-    from jaxsched.systems.dbf.evaluate import eval_run
+    from jaxsched.systems.dbf import SYSTEM as DBF
     from jaxsched.systems.dbf.train import AGENT, LEARNER
 
     cfg = DBFConfig(
@@ -126,7 +126,7 @@ def test_dbf_system_trains_and_evaluates_an_inspector(tmp_path):
         eval=dataclasses.replace(DBFConfig().eval, episodes=2, baselines=("f1_easy",), baseline_window=8),
     )  # fmt: skip
     run_dir = train_learner(LEARNER, cfg, AGENT, progress=False)
-    result = eval_run(cfg, run_dir / "checkpoints")
+    result = DBF.evaluate(cfg, run_dir / "checkpoints")
     assert set(result) == {"agent", "f1_easy"} and np.isfinite(result["agent"]["avg_wait"]["mean"])
     env, *_ = build_run(cfg)
     assert isinstance(cfg.agent.build(env, cfg.ppo), InspectorActorCritic)

@@ -147,7 +147,8 @@ def _table(tmp_path, path, d, out):
     )
     trace = json.loads((table / "episode.json").read_text())["fifo"]
     np.testing.assert_allclose(
-        np.sum(trace["busy"]) / np.sum(trace["capacity"]), out["fifo"]["capacity_share"]["per_episode"][1],
+        np.sum(trace["busy"]) / np.sum(trace["capacity"]),
+        out["fifo"]["capacity_share"]["per_episode"][1],
         rtol=1e-5,
     )
     # the ratios printed are ours, from the evaluations

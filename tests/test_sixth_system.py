@@ -1,6 +1,7 @@
 """A sixth system, added as docs/architecture.md says, touches no shared file: a toy system defined here (a
-tiny env, one heuristic table, one learner on the project's PPO, a config, an evaluator on the shared
-layer) is registered with one call and runs `jaxsched train`, `eval` and `report` through the CLI.
+tiny env, one heuristic table, one learner on the project's PPO, a config, an evaluation declared
+for the shared layer) is registered with one call and runs `jaxsched train`, `eval` and `report` through
+the CLI.
 
 The toy env: each step shows the durations of N candidate jobs (`f32[N]`); the agent runs one and pays
 its duration; an episode is T steps of one bank row. `shortest` is optimal, `first` is not, so the trained
@@ -16,7 +17,6 @@ from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 from flax import struct
 
@@ -26,12 +26,10 @@ from jaxsched.cli import main
 from jaxsched.core.env import Environment
 from jaxsched.core.spaces import Box, Discrete
 from jaxsched.experiments.config import ExperimentConfig, HeldOutEval
-from jaxsched.experiments.evaluate import compare_learners, episodes_program, eval_episode_keys, run_policies
-from jaxsched.experiments.learner import Learner, restore_learner, run_dir_of, train_all
-from jaxsched.experiments.report import write_json
-from jaxsched.experiments.stats import run_stats
+from jaxsched.experiments.evaluate import Evaluation, evaluate
+from jaxsched.experiments.learner import Learner, run_dir_of, train_all
 from jaxsched.experiments.system import Metric, System
-from jaxsched.experiments.train import EVAL_FILE, algorithm_programs, episode_summary, trained_learners
+from jaxsched.experiments.train import EVAL_FILE, algorithm_programs, episode_summary
 from jaxsched.policies import make_heuristic, register_heuristics
 
 N, T, TEST_EPISODES = 4, 8, 6
@@ -140,27 +138,20 @@ LEARNER = Learner(
 )
 
 
-def evaluate(cfg: ToyConfig, checkpoint=None, episodes=None, json_path=None) -> dict:
-    """The baselines and, with `checkpoint`, the trained PPO on the held-out rows, paired."""
-    env, train_params, test_params = build(cfg)
-    n = episodes or cfg.eval.episodes or TEST_EPISODES
-    keys, rows = eval_episode_keys(cfg.eval.seed, n), np.arange(n)
-    policies = {b: make_heuristic(env, b) for b in cfg.eval.baselines}
-    per = run_policies(env, test_params, policies, rows, keys)
-    results = {b: {k: run_stats(v) for k, v in m.items()} for b, m in per.items()}
-    learned = {}
-    if checkpoint is not None:
-        names, path = trained_learners(checkpoint, ("ppo",), ("ppo",), "learner", "names")
-        cfg = cfg.replace(out_dir=str(path.parent), name=path.name)
-        runner, _ = restore_learner(LEARNER, cfg, "ppo", env, train_params)
-        policy = PPO(cfg.ppo, env, train_params).policy(greedy=True)
-        program = episodes_program(("toy", cfg.ppo), env, policy)
-        out = program((runner.params, runner.obs_stats), test_params, jnp.asarray(rows), keys)
-        learned["ppo"] = {k: run_stats(np.asarray(v)) for k, v in out.items()}
-        compare_learners(learned, results, "avg_cost", True, ("avg_cost",), "ppo")
-    everything = learned | results
-    write_json(str(json_path or cfg.run_dir / EVAL_FILE), everything)
-    return everything
+EVALUATION = Evaluation(
+    learner=LEARNER,
+    labels={"ppo": "ppo"},
+    field="names",
+    n_test=lambda cfg, test_params: TEST_EPISODES,
+    baselines=lambda cfg, env: [(env, {b: make_heuristic(env, b) for b in cfg.eval.baselines}, ())],
+    policy=lambda cfg, name, env: (("toy", cfg.ppo), PPO(cfg.ppo, env, None).policy(greedy=True)),
+    policy_params=lambda runner: (runner.params, runner.obs_stats),
+    metrics=(Metric("avg_cost", "avg cost", ".3f"),),
+    title=lambda cfg, trained, episodes: f"{cfg.name} ({trained}): {episodes} held-out rows",
+    paired=("avg_cost",),
+    best_metric="avg_cost",
+    headline="ppo",
+)
 
 
 TOY = System(
@@ -171,7 +162,7 @@ TOY = System(
     baselines=tuple(HEURISTICS),
     metrics=(Metric("avg_cost", "avg cost", ".3f"),),
     train=partial(train_all, LEARNER),
-    evaluate=evaluate,
+    evaluate=partial(evaluate, EVALUATION),
     build=lambda cfg: build(cfg)[:2],
     run_dirs=lambda cfg: {"ppo": run_dir_of(cfg, "ppo")},
 )

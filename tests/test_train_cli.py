@@ -19,10 +19,10 @@ from jaxsched.experiments.learner import learner_template, train_learner
 from jaxsched.experiments.plots import plot_split_sweep
 from jaxsched.experiments.train import checkpoint_manager, read_metrics, restore_runner
 from jaxsched.systems.das.config import load_das_config
+from jaxsched.systems.dbf import SYSTEM as DBF
 from jaxsched.systems.dbf.config import DBFConfig, build_run
 from jaxsched.systems.dbf.config import dbf_config_from_dict as config_from_dict
 from jaxsched.systems.dbf.config import load_dbf_config as load_config
-from jaxsched.systems.dbf.evaluate import eval_run
 from jaxsched.systems.dbf.train import AGENT, LEARNER
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -274,7 +274,7 @@ def test_resume_after_a_kill_is_exact(full_run, tmp_path):
 def test_eval_run_writes_agent_and_baselines(full_run, tmp_path):
     cfg, run_dir = full_run
     out = tmp_path / "eval.json"
-    results = eval_run(cfg, run_dir, episodes=3, json_path=out)
+    results = DBF.evaluate(cfg, run_dir, episodes=3, json_path=out)
     saved = json.loads(out.read_text())
     assert set(saved) == {"agent", "fcfs", "sjf_easy"} == set(results)
     for metric in ("avg_wait", "avg_queue_len", "utilization", "avg_job_load", "avg_bsld"):
@@ -290,7 +290,7 @@ def test_validation_selection_keeps_each_seeds_best_checkpoint(full_run, tmp_pat
     without it; every checkpoint's policy validated on episodes of the training bank (the score of the
     last is the validator's on the last checkpoint); per seed the first best kept; the evaluation sees
     those updates."""
-    from jaxsched.systems.dbf.evaluate import load_policy_params
+    from jaxsched.systems.dbf.evaluation import restore
     from jaxsched.systems.dbf.train import validator
 
     cfg_full, full_dir = full_run
@@ -306,9 +306,9 @@ def test_validation_selection_keeps_each_seeds_best_checkpoint(full_run, tmp_pat
     waits = np.array([r["avg_wait"] for r in lines])  # [checkpoints, seeds]
     best = [lines[i]["update"] for i in waits.argmin(axis=0)]  # argmin: the first of equal scores
     assert lines[-1]["best_update"] == best
-    _, updates = load_policy_params(cfg, cfg.run_dir, env, train)
+    _, updates = restore(cfg, AGENT, env, train)
     assert updates == best
-    assert eval_run(cfg, cfg.run_dir, episodes=2, json_path=tmp_path / "e.json")["agent"]["avg_wait"]
+    assert DBF.evaluate(cfg, cfg.run_dir, episodes=2, json_path=tmp_path / "e.json")["agent"]["avg_wait"]
 
 
 def test_weighted_episode_mean_by_hand():

@@ -290,9 +290,15 @@ class DeferrableEnv(Environment[DeferrableState, DeferrableParams]):
         )
         state = self._arrive(state, params)
         terminated = state.t >= params.horizon
-        info = {"started": n_take, "utilization": util, "delay": delay, "violation": viol,
-                "started_ids": taken_ids,  # i32[P]: the job indices started this step, -1 elsewhere
-                "capacity": cap, "busy": load + started_cores}  # C_t and the cores running in step t
+        info = {
+            "started": n_take,
+            "utilization": util,
+            "delay": delay,
+            "violation": viol,
+            "started_ids": taken_ids,  # i32[P]: the job indices started this step, -1 elsewhere
+            "capacity": cap,
+            "busy": load + started_cores,
+        }  # C_t and the cores running in step t
         return self.observe(state, params), state, reward, terminated, jnp.bool_(False), info
 
     def take(self, state: DeferrableState, scores: jax.Array, free: jax.Array) -> jax.Array:

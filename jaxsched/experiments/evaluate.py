@@ -11,14 +11,20 @@ pairs in a paired test. `episodes_program` is every system's compiled evaluation
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxsched.core import episode
-from jaxsched.experiments.stats import best_of, paired_tests
+from jaxsched.experiments.report import print_metric_table, write_json
+from jaxsched.experiments.stats import best_of, favouring, paired_tests, run_stats
+from jaxsched.experiments.train import CHECKPOINT_DIR, EVAL_FILE, trained_learners
 
 
 def run_episode(env, env_params, policy, policy_params, key: jax.Array) -> dict[str, jax.Array]:
@@ -148,7 +154,6 @@ def load_evaluated(path, system):
     import json
 
     from jaxsched.experiments.config import load_config
-    from jaxsched.experiments.train import EVAL_FILE
 
     cfg = load_config(path, {system.kind: system.config})
     results: dict = {}
@@ -193,8 +198,173 @@ def print_comparisons(learned: dict, paired: tuple[str, ...], lower_is_better: b
         for field in sorted(k for k in res[paired[0]] if k.startswith("vs_")):
             for key in paired:
                 t = res[key][field]
-                ratio = t["ratio"] if lower_is_better else 1 / max(t["ratio"], 1e-9)
+                ratio = favouring(t, lower_is_better)
                 print(
                     f"{label} vs {t['against']} ({key}): ×{ratio:.3f} (> 1: {label} better), "
                     f"Wilcoxon p = {t['p']:.3g} over {t['n']} episodes"
                 )
+
+
+# ---- the one held-out evaluation path (`jaxsched eval`) ----------------------------------------------
+
+
+def first_episodes(cfg, n_test: int, episodes: int | None) -> np.ndarray:
+    """`i32[E]`: test episodes `0 .. E-1`, E = `episodes`, else `cfg.eval.episodes`, else all `n_test`."""
+    n = min(n_test, cfg.eval.episodes or n_test) if episodes is None else int(episodes)
+    if not 1 <= n <= n_test:
+        raise ValueError(f"episodes must be in 1..{n_test} (the test episodes), got {n}")
+    return np.arange(n, dtype=np.int32)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What a system declares for `jaxsched eval`; `evaluate` does the rest, the same for every system.
+    Every callable takes the system's config (its `eval:` section holds `seed` and `baselines`)."""
+
+    learner: Any  # the system's `experiments.learner.Learner` (its `build` gives `(env, train, test, ...)`)
+    labels: Mapping[str, str]  # learner name → its label in the results (the names `--checkpoint` accepts)
+    field: str  # the config key listing the learners, for error messages (e.g. "agent.learners")
+    n_test: Callable[[Any, Any], int]  # n_test(cfg, test_params): how many test episodes there are
+    # baselines(cfg, env) -> [(env, {label: parameter-free policy}, cache key)]: each group one program
+    baselines: Callable[[Any, Any], list]
+    # policy(cfg, name, env) -> (cache key, policy(params, obs, key)): learner `name`'s evaluated policy
+    policy: Callable[[Any, str, Any], tuple]
+    metrics: tuple  # `Metric`s: the printed table's columns (and the paired tests' directions)
+    title: Callable[[Any, str, int], str]  # title(cfg, "what was trained", episodes): the table's title
+    paired: tuple[str, ...] = ()  # metrics with paired tests (`compare_learners`); () prints none
+    best_metric: str = ""  # the metric that picks the best baseline for `vs_best`
+    headline: str | None = None  # the paper's agent's label: tested against each other learner
+    # episodes(cfg, n_test, episodes) -> i32[E]: the test episodes played (default `first_episodes`)
+    episodes: Callable[[Any, int, int | None], np.ndarray] = first_episodes
+    keys: Callable[[Any, int], jax.Array] = lambda cfg, n: eval_episode_keys(cfg.eval.seed, n)  # [E]
+    # restore(cfg, name, env, train_params) -> (policy params [S, ...], update or [S] updates)
+    restore: Callable[..., tuple] | None = None
+    # policy_params(runner) -> what `policy` takes, from a restored runner (when `restore` is None)
+    policy_params: Callable[[Any], Any] = lambda runner: runner.params
+    env: Callable[[Any, Any], Any] = lambda cfg, env: env  # the env evaluated (e.g. one reporting more)
+    best_among: Callable[[Any, dict], list] | None = None  # the labels `vs_best` picks from (default: all)
+    arrays: tuple[str, ...] = ()  # outputs that are per-job arrays: `<json stem>_<key>.npz`, not stats
+
+    def metric(self, key: str):
+        return next((m for m in self.metrics if m.key == key), None)
+
+
+def play_baselines(ev: Evaluation, cfg, env, params, episodes, keys) -> dict[str, dict[str, np.ndarray]]:
+    """Every baseline group of `ev` on `episodes` of `params`: `{label: {metric: [1, E, ...]}}`."""
+    out = {}
+    for group_env, policies, cache_key in ev.baselines(cfg, env):
+        per = run_policies(group_env, params, policies, episodes, keys, cache_key=tuple(cache_key))
+        out |= {label: {k: v[None] for k, v in m.items()} for label, m in per.items()}
+    return out
+
+
+def play_learner(ev: Evaluation, cfg, name: str, env, params, policy_params, episodes, keys) -> dict:
+    """Learner `name`'s policy for each seed of `policy_params` (`[S, ...]`, placed over the devices) on
+    `episodes` of `params`: `{metric: [S, E, ...]}` (numpy)."""
+    from jaxsched.experiments.sharding import seed_sharding, shard_seeds
+
+    cache_key, policy = ev.policy(cfg, name, env)
+    n_seeds = jax.tree.leaves(policy_params)[0].shape[0]
+    policy_params = shard_seeds(policy_params, seed_sharding(n_seeds))
+    fn = episodes_program(tuple(cache_key), env, policy)
+    out = fn(policy_params, params, jnp.asarray(episodes, jnp.int32), keys)
+    return {k: np.asarray(v) for k, v in jax.device_get(out).items()}
+
+
+def restore_policy(ev: Evaluation, cfg, name: str, env, train_params) -> tuple:
+    """`(policy params [S, ...], update)` of learner `name` (`ev.restore`, or its latest checkpoint)."""
+    from jaxsched.experiments.learner import restore_learner
+
+    if ev.restore is not None:
+        return ev.restore(cfg, name, env, train_params)
+    runner, step = restore_learner(ev.learner, cfg, name, env, train_params)
+    return ev.policy_params(runner), step
+
+
+def trained_names(ev: Evaluation, cfg, checkpoint) -> tuple[list[str], Any, bool]:
+    """`(learners, cfg of the run, one learner's folder?)` behind `--checkpoint` (a run directory or its
+    `checkpoints/`; one learner's folder; a config's only learner's run, which is the run directory)."""
+    path = Path(checkpoint)
+    path = path.parent if path.name == CHECKPOINT_DIR else path
+    listed = tuple(ev.learner.names(cfg))
+    if len(listed) == 1 and ev.learner.run_dir(cfg, listed[0]) == cfg.run_dir:  # the run is the learner
+        if not (path / CHECKPOINT_DIR).is_dir():
+            raise FileNotFoundError(f"no checkpoints in {path} (expected {path / CHECKPOINT_DIR})")
+        return list(listed), cfg.replace(out_dir=str(path.parent), name=path.name), True
+    one = (path / CHECKPOINT_DIR).is_dir()
+    names, root = trained_learners(path, listed, ev.labels, "learner", ev.field)
+    return names, cfg.replace(out_dir=str(root.parent), name=root.name), one
+
+
+def summarize_runs(ev: Evaluation, per: dict) -> tuple[dict, dict]:
+    """`{metric: [runs, E, ...]}` → `(stats, arrays)`: `run_stats` of each scalar metric, and the
+    per-job outputs of `ev.arrays` as they are."""
+    stats = {k: run_stats(v) for k, v in per.items() if k not in ev.arrays}
+    return stats, {k: np.asarray(per[k]) for k in ev.arrays}
+
+
+def evaluate(ev: Evaluation, cfg, checkpoint=None, episodes: int | None = None, json_path=None) -> dict:
+    """`jaxsched eval`: the baselines and, with `checkpoint`, every trained learner there, on the same
+    held-out episodes and keys. Returns `{label: {metric: {mean, std, per_seed, per_episode[, vs_best,
+    vs_<label>]}}}` (learners first). Written to each learner's `<run dir>/eval.json` (with the baselines)
+    and, unless `checkpoint` is one learner's folder, all of them to the run's `eval.json` (`json_path`:
+    that one file instead; `-`: stdout); the `ev.arrays` outputs beside each as `<stem>_<key>.npz`."""
+    env, train_params, test_params = ev.learner.build(cfg)[:3]
+    idx = ev.episodes(cfg, ev.n_test(cfg, test_params), episodes)
+    keys = ev.keys(cfg, len(idx))
+    names, one = [], False
+    if checkpoint is not None:
+        names, cfg, one = trained_names(ev, cfg, checkpoint)
+    elif not cfg.eval.baselines:
+        raise ValueError("nothing to evaluate: no --checkpoint and eval.baselines is empty")
+    played = ev.env(cfg, env)
+    results, arrays = {}, {}
+    for label, per in play_baselines(ev, cfg, played, test_params, idx, keys).items():
+        results[label], arrays[label] = summarize_runs(ev, per)
+    learned, steps = {}, {}
+    for name in names:
+        policy_params, steps[ev.labels[name]] = restore_policy(ev, cfg, name, env, train_params)
+        per = play_learner(ev, cfg, name, played, test_params, policy_params, idx, keys)
+        learned[ev.labels[name]], arrays[ev.labels[name]] = summarize_runs(ev, per)
+    if ev.paired:
+        among = list(results) if ev.best_among is None else ev.best_among(cfg, results)
+        best = {label: results[label] for label in among}
+        lower = ev.metric(ev.best_metric).lower_is_better
+        compare_learners(learned, best, ev.best_metric, lower, ev.paired, ev.headline)
+    everything = learned | results
+    if json_path == "-":
+        print(json.dumps(everything, indent=2))
+        return everything
+    _print(ev, cfg, learned, results, steps, len(idx))
+    if json_path:
+        targets = {Path(json_path): everything}
+    else:
+        targets = {ev.learner.run_dir(cfg, n) / EVAL_FILE: {ev.labels[n]: learned[ev.labels[n]]} | results
+                   for n in names}  # fmt: skip
+        if not one:  # one learner's evaluation leaves the run's combined file as it was
+            targets[cfg.run_dir / EVAL_FILE] = everything
+    for path, payload in targets.items():
+        _write(path, payload, {k: arrays[k] for k in payload}, ev.arrays)
+    return everything
+
+
+def _write(path: Path, payload: dict, arrays: dict, keys: tuple[str, ...]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(str(path), payload)
+    for key in keys:  # e.g. every job's JCT: `<stem>_jct.npz`, one array per label
+        per_label = {label: outputs[key] for label, outputs in arrays.items()}
+        np.savez_compressed(path.with_name(f"{path.stem}_{key}.npz"), **per_label)
+    print(f"results: {path}")
+
+
+def _print(ev: Evaluation, cfg, learned: dict, results: dict, steps: dict, episodes: int) -> None:
+    rows = {name: {m.key: (r[m.key]["mean"], r[m.key]["std"]) for m in ev.metrics}
+            for name, r in (learned | results).items()}  # fmt: skip
+    trained = ", ".join(f"{label} {_updates(s)}" for label, s in steps.items()) or "baselines only"
+    print_metric_table(rows, ev.metrics, title=ev.title(cfg, trained, episodes))
+    for key in ev.paired:
+        print_comparisons(learned, (key,), ev.metric(key).lower_is_better)
+
+
+def _updates(step) -> str:
+    return f"updates {step} (selected per seed)" if isinstance(step, list) else f"update {step}"

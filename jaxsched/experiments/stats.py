@@ -184,6 +184,20 @@ def paired_tests(this: dict, other: dict, name: str, keys) -> dict:
     }
 
 
+def favouring(test: dict, lower_is_better: bool) -> float:
+    """A paired test's ratio of means (`paired_tests`: the other's over this one's) turned so that > 1
+    favours this one. Records written before the shared evaluator (SCED²'s, with `baseline` where
+    `against` is now) hold that ratio already."""
+    if "baseline" in test or lower_is_better:
+        return test["ratio"]
+    return 1.0 / max(test["ratio"], 1e-9)
+
+
+def opponent(test: dict) -> str:
+    """The policy a paired test compared against (`against`; `baseline` in SCED²'s older records)."""
+    return test.get("against", test.get("baseline", "?"))
+
+
 def best_of(results: dict, labels, metric: str, lower_is_better: bool = True) -> str:
     """The label among `labels` whose mean `metric` (`results[label][metric]["mean"]`) is the best."""
     pick = min if lower_is_better else max

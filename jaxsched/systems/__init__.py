@@ -49,4 +49,3 @@ def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (
     known = systems()
     cfg = load_config(path, {k: s.config for k, s in known.items()}, overrides)
     return known[cfg.kind], cfg
-

@@ -20,7 +20,7 @@ WAVES = "jaxsched/envs/dag/waves.py"
 GEN = "jaxsched/workloads/dag_gen.py"
 PARAMS = "jaxsched/envs/dag/params.py"
 CONFIG = "jaxsched/systems/dag/config.py"
-EVALUATE = "jaxsched/systems/dag/evaluate.py"
+EVALUATE = "jaxsched/systems/dag/evaluation.py"
 TABLE = "jaxsched/systems/dag/table.py"
 
 T_ENV = "tests/test_dag_env.py tests/test_reference_dag.py"
@@ -390,7 +390,7 @@ BUGS = [
     ),
     (
         "V1",
-        "jaxsched/envs/dag/env.py",  # the pinning moved from systems/dag/evaluate.py to the env (`episode`)
+        "jaxsched/envs/dag/env.py",  # the pinning moved from the system's evaluator to the env (`episode`)
         "one = lambda x: jax.lax.dynamic_index_in_dim(x, i, keepdims=True)  # noqa: E731\n        return params.replace(\n            bank=b.replace(",
         "one = lambda x: jax.lax.dynamic_index_in_dim(x, 0, keepdims=True)  # noqa: E731\n        return params.replace(\n            bank=b.replace(",
         T_SYSTEM,
@@ -398,8 +398,8 @@ BUGS = [
     (
         "V2",
         EVALUATE,
-        'compare_learners(learned, results, "avg_jct", True,',
-        'compare_learners(learned, results, "avg_jct", False,',
+        'Metric("avg_jct", "avg JCT (s)", ",.1f"),',
+        'Metric("avg_jct", "avg JCT (s)", ",.1f", lower_is_better=False),',
         T_SYSTEM,
     ),
     ("V3", TABLE, "return np.sort(v[v >= 0] / 1000.0)", "return np.sort(v / 1000.0)", T_SYSTEM),

@@ -5,13 +5,15 @@ What the system defines, and where: its config (`config.DAGSystemConfig`: env / 
 / eval sections and `build_dag`), its learners (the variants of `config.VARIANTS` — the paper's agent and
 its Table 1 / Fig. 4 ablations — `nn.idle_dag.IdleDAGNetwork` trained by Decima's policy gradient,
 `agents.reinforce`, through `experiments.learner.train_all` (`train.LEARNER`) on the shared chunked
-trainer), its baselines (`policies.dag.HEURISTICS`), its metrics (`evaluate.DAG_METRICS`), its evaluation
-(`evaluate.evaluate_dag`, with the per-job JCTs of Fig. 4), the paper's Table 1 (`table.PAPER_TABLE1`) and
-its tables and figures from trained runs (`table`: `jaxsched table dag`, Table 1 and Figs. 4–6).
+trainer), its baselines (`policies.dag.HEURISTICS`), its metrics (`evaluation.DAG_METRICS`), its evaluation
+(`evaluation.EVALUATION`, on the shared `experiments.evaluate.evaluate`, with the per-job JCTs of Fig. 4),
+the paper's Table 1 (`table.PAPER_TABLE1`) and its tables and figures from trained runs (`table`:
+`jaxsched table dag`, Table 1 and Figs. 4–6).
 """
 
 from functools import partial
 
+from jaxsched.experiments.evaluate import evaluate
 from jaxsched.experiments.learner import run_dir_of, train_all
 from jaxsched.experiments.system import System
 from jaxsched.policies.dag import HEURISTICS
@@ -19,7 +21,7 @@ from jaxsched.systems.dag import table
 from jaxsched.systems.dag.calibration import CALIBRATION
 from jaxsched.systems.dag.claims import claims
 from jaxsched.systems.dag.config import DAGSystemConfig, build_dag
-from jaxsched.systems.dag.evaluate import DAG_METRICS, LEARNER_LABELS, evaluate_dag
+from jaxsched.systems.dag.evaluation import DAG_METRICS, EVALUATION, LEARNER_LABELS
 from jaxsched.systems.dag.table import PAPER_TABLE1
 from jaxsched.systems.dag.train import LEARNER
 
@@ -31,7 +33,7 @@ SYSTEM = System(
     baselines=HEURISTICS,
     metrics=DAG_METRICS,
     train=partial(train_all, LEARNER),
-    evaluate=evaluate_dag,
+    evaluate=partial(evaluate, EVALUATION),
     build=lambda cfg: build_dag(cfg)[:2],
     run_dirs=lambda cfg: {LEARNER_LABELS[v]: run_dir_of(cfg, v) for v in cfg.agent.variants},
     paper_tables={"table1": PAPER_TABLE1},

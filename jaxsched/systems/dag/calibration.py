@@ -25,9 +25,9 @@ from jaxsched.experiments.calibration import (
     shifted_held_out,
     with_workload,
 )
-from jaxsched.experiments.evaluate import eval_episode_keys
+from jaxsched.experiments.evaluate import eval_episode_keys, first_episodes, play_baselines
 from jaxsched.systems.dag.config import DAGSystemConfig, build_params, make_env
-from jaxsched.systems.dag.evaluate import eval_episodes, run_heuristics
+from jaxsched.systems.dag.evaluation import EVALUATION
 
 PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.csv")
 METRICS = ("avg_jct", "makespan")
@@ -37,7 +37,7 @@ def _bank(cfg: DAGSystemConfig, seed: int):
     c = with_workload(cfg, test_seed=seed)
     env = make_env(c)
     params = build_params(c, env, "test")
-    return env, params, eval_episodes(c, params)
+    return env, params, len(first_episodes(c, int(params.bank.n_jobs.shape[0]), None))
 
 
 def baselines(cfg: DAGSystemConfig) -> dict:
@@ -45,7 +45,8 @@ def baselines(cfg: DAGSystemConfig) -> dict:
     per_seed = []
     for seed in held_out_bank_seeds(cfg):
         env, params, episodes = _bank(cfg, seed)
-        res = run_heuristics(env, params, cfg.eval.baselines, eval_episode_keys(cfg.eval.seed, episodes))
+        keys = eval_episode_keys(cfg.eval.seed, episodes)
+        res = play_baselines(EVALUATION, cfg, env, params, np.arange(episodes), keys)
         per_seed.append({n: {k: np.asarray(r[k])[0] for k in METRICS} for n, r in res.items()})
     return {n: {k: np.stack([r[n][k] for r in per_seed]) for k in METRICS} for n in per_seed[0]}
 

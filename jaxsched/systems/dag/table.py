@@ -8,7 +8,7 @@ runs/<name>`, which writes `<run dir>/eval.json`). Table 1 reads those files; th
 first synthetic config's trained variants (each seed's last checkpoint, the policy sampled as `jaxsched
 eval` samples it) and heuristics on its test bank regenerated with one workload knob changed — the same
 `eval.episodes` episodes of the same generator seed, the same per-episode action keys — through the
-evaluator's own programs (`evaluate.evaluate_on`):
+evaluator's own programs (`evaluation.evaluate_on`):
 
   * Table 1: a row per config, named by its `workload.source`: the average JCT of full / no_features /
     no_idle (mean ± std over seeds × episodes) beside the paper's (`PAPER_TABLE1`), each ablation over
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxsched.experiments.evaluate import eval_episode_keys
+from jaxsched.experiments.evaluate import eval_episode_keys, first_episodes, restore_policy
 from jaxsched.experiments.learner import run_dir_of
 from jaxsched.experiments.plots import plot_cdf_panels, plot_line_panels
 from jaxsched.experiments.report import DASH, machine_line, mean_std
@@ -48,12 +48,7 @@ from jaxsched.experiments.stats import best_of
 from jaxsched.experiments.system import PaperTable
 from jaxsched.experiments.train import CHECKPOINT_DIR
 from jaxsched.systems.dag.config import DAGSystemConfig, build_dag, build_params, make_env
-from jaxsched.systems.dag.evaluate import (
-    LEARNER_LABELS,
-    eval_episodes,
-    evaluate_on,
-    load_net_params,
-)
+from jaxsched.systems.dag.evaluation import EVALUATION, LEARNER_LABELS, evaluate_on
 from jaxsched.workloads.dag_bank import pad_bank
 
 HELP = "the idle-slot DAG paper's Table 1 and Figs. 4–6 (loads, job counts, long-job length and rate)"
@@ -166,11 +161,11 @@ class Reevaluator:
     @classmethod
     def of(cls, cfg: DAGSystemConfig) -> Reevaluator:
         env, train_params, test_params = build_dag(cfg)
-        episodes = eval_episodes(cfg, test_params)
+        episodes = len(first_episodes(cfg, EVALUATION.n_test(cfg, test_params), None))
         nets, steps = {}, {}
         for variant in cfg.agent.variants:
             if (run_dir_of(cfg, variant) / CHECKPOINT_DIR).is_dir():
-                nets[variant], steps[variant] = load_net_params(cfg, variant, env, train_params)
+                nets[variant], steps[variant] = restore_policy(EVALUATION, cfg, variant, env, train_params)
         keys = eval_episode_keys(cfg.eval.seed, episodes)
         return cls(cfg, nets, steps, episodes, keys, _shape(test_params))
 

@@ -4,7 +4,7 @@ What DBF defines, and where: its config (`config.DBFConfig`: env / workload / ag
 and `build_run`), its learner (PPO with the DBF network: `agents.dbf`, or the SchedInspector baseline's
 accept/skip network, `nn.inspector`, by `agent.network`; trained by `experiments.learner.train_all`
 (`train.LEARNER`) on the shared chunked trainer), its baselines (the priority scores of `policies.scores`,
-`_easy` for EASY back-filling), its metrics (`metrics.HPC_METRICS`), its evaluation (`evaluate.eval_run`),
+`_easy` for EASY back-filling), its metrics (`metrics.HPC_METRICS`), its evaluation (`evaluation.EVALUATION`),
 its paper table (the Fig. 5-style split sweep over trained runs, `report`: `jaxsched table dbf RUN ...`),
 and the RLScheduler-compatible heuristic table (`rlscheduler_table`), which exists to match published
 numbers exactly.
@@ -12,13 +12,14 @@ numbers exactly.
 
 from functools import partial
 
+from jaxsched.experiments.evaluate import evaluate
 from jaxsched.experiments.learner import train_all
 from jaxsched.experiments.system import System
 from jaxsched.policies.scores import SCORES
 from jaxsched.systems.dbf import report, rlscheduler_table
 from jaxsched.systems.dbf.claims import claims
 from jaxsched.systems.dbf.config import DBFConfig, build_run
-from jaxsched.systems.dbf.evaluate import eval_run
+from jaxsched.systems.dbf.evaluation import EVALUATION
 from jaxsched.systems.dbf.metrics import HPC_METRICS
 from jaxsched.systems.dbf.train import LEARNER
 
@@ -36,7 +37,7 @@ SYSTEM = System(
     baselines=(*SCORES, *(f"{s}_easy" for s in SCORES)),
     metrics=HPC_METRICS,
     train=partial(train_all, LEARNER),
-    evaluate=eval_run,
+    evaluate=partial(evaluate, EVALUATION),
     build=_build,
     run_dirs=lambda cfg: {cfg.name: cfg.run_dir},
     commands={"table": report, "hpc-table": rlscheduler_table},

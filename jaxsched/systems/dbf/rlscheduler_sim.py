@@ -251,9 +251,7 @@ def run_static(submit, run, req, nodes, rank, total_nodes, *, backfill: bool, ca
 
 
 @partial(jax.jit, static_argnames=("backfill", "capacity"))
-def run_dynamic(
-    submit, run, req, nodes, req_f, procs_f, uni_denom, kind, total_nodes, *, backfill, capacity
-):
+def run_dynamic(submit, run, req, nodes, req_f, procs_f, uni_denom, kind, total_nodes, *, backfill, capacity):
     """Lanes `[B, L]` with clock-dependent float64 scores (`kind` 0: wfp3_real, 1: uni_real). Call under
     `jax.enable_x64(True)`."""
 

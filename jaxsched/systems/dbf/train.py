@@ -37,13 +37,19 @@ def programs(ppo_config: PPOConfig, env, agent: AgentSection | None = None):
     return algorithm_programs(cache_key, lambda env_params: PPO(ppo_config, env, env_params, network))
 
 
+def agent_policy(cfg: DBFConfig, env) -> tuple:
+    """`(cache key, policy)`: the learned policy (greedy unless `eval.greedy: false`) the validation and
+    the held-out evaluation play (one compiled program for both)."""
+    policy = PPO(cfg.ppo, env, None, cfg.agent.build(env, cfg.ppo)).policy(greedy=cfg.eval.greedy)
+    return ("dbf", cfg.ppo, cfg.eval.greedy, cfg.agent), policy
+
+
 def agent_program(cfg: DBFConfig, env):
     """Jitted `run(policy_params [S], env_params, windows, keys [E]) -> {metric: [S, E]}`: each seed's
-    policy (greedy unless `eval.greedy: false`) on the episode of every key; with `windows` (`i32[E]`),
-    episode `e` plays window `windows[e]` (`env.episode`) instead of the one its key draws
-    (`experiments.evaluate.episodes_program`)."""
-    policy = PPO(cfg.ppo, env, None, cfg.agent.build(env, cfg.ppo)).policy(greedy=cfg.eval.greedy)
-    return episodes_program(("dbf", cfg.ppo, cfg.eval.greedy, cfg.agent), env, policy)
+    policy on the episode of every key; with `windows` (`i32[E]`), episode `e` plays window `windows[e]`
+    (`env.episode`) instead of the one its key draws (`experiments.evaluate.episodes_program`)."""
+    cache_key, policy = agent_policy(cfg, env)
+    return episodes_program(cache_key, env, policy)
 
 
 def validator(cfg: DBFConfig, env, train_params):

@@ -5,12 +5,14 @@ What the system defines, and where: its config (`config.OSDECConfig`: env / work
 sections and `build_osdec`), its learners (`config.LEARNERS`: the paper's agent and Table 1's learned rows,
 `nn.osdec.OSDECAgent` trained by the project's PPO, `agents.ppo`, through `experiments.learner.train_all`
 (`train.LEARNER`) on the shared chunked trainer), its baselines (`policies.deferrable.HEURISTICS`), its
-metrics (`evaluate.OSDEC_METRICS`), its evaluation (`evaluate.evaluate_osdec`), the paper's Tables 1, 2 and
-4 (`table.PAPER_TABLE*`) and the command that sets ours beside them (`table`: `jaxsched table osdec`).
+metrics (`evaluation.OSDEC_METRICS`), its evaluation (`evaluation.EVALUATION`, on the shared
+`experiments.evaluate.evaluate`), the paper's Tables 1, 2 and 4 (`table.PAPER_TABLE*`) and the command
+that sets ours beside them (`table`: `jaxsched table osdec`).
 """
 
 from functools import partial
 
+from jaxsched.experiments.evaluate import evaluate
 from jaxsched.experiments.learner import run_dir_of, train_all
 from jaxsched.experiments.system import System
 from jaxsched.policies.deferrable import HEURISTICS
@@ -18,7 +20,7 @@ from jaxsched.systems.osdec import table
 from jaxsched.systems.osdec.calibration import CALIBRATION
 from jaxsched.systems.osdec.claims import claims
 from jaxsched.systems.osdec.config import OSDECConfig, build_osdec
-from jaxsched.systems.osdec.evaluate import LEARNER_LABELS, OSDEC_METRICS, evaluate_osdec
+from jaxsched.systems.osdec.evaluation import EVALUATION, LEARNER_LABELS, OSDEC_METRICS
 from jaxsched.systems.osdec.table import PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE4
 from jaxsched.systems.osdec.train import LEARNER
 
@@ -31,7 +33,7 @@ SYSTEM = System(
     baselines=HEURISTICS,
     metrics=OSDEC_METRICS,
     train=partial(train_all, LEARNER),
-    evaluate=evaluate_osdec,
+    evaluate=partial(evaluate, EVALUATION),
     build=lambda cfg: build_osdec(cfg)[:2],
     run_dirs=lambda cfg: {LEARNER_LABELS[n]: run_dir_of(cfg, n) for n in cfg.agent.learners},
     paper_tables={"table1": PAPER_TABLE1, "table2": PAPER_TABLE2, "table4": PAPER_TABLE4},

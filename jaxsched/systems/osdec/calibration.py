@@ -22,9 +22,9 @@ from jaxsched.experiments.calibration import (
     shifted_held_out,
     with_workload,
 )
-from jaxsched.experiments.evaluate import eval_episode_keys
+from jaxsched.experiments.evaluate import eval_episode_keys, play_baselines
 from jaxsched.systems.osdec.config import OSDECConfig, build_osdec
-from jaxsched.systems.osdec.evaluate import run_baseline
+from jaxsched.systems.osdec.evaluation import EVALUATION
 
 PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.csv")
 METRICS = ("utilization", "delay_penalty", "total_reward")
@@ -51,7 +51,7 @@ def baselines(cfg: OSDECConfig) -> dict:
     for seed in held_out_bank_seeds(cfg):
         env, params, episodes = _bank(cfg, seed)
         keys = eval_episode_keys(cfg.eval.seed, episodes)
-        res = {b: run_baseline(env, params, b, keys) for b in cfg.eval.baselines}
+        res = play_baselines(EVALUATION, cfg, env, params, np.arange(episodes), keys)
         per_seed.append({b: {k: np.asarray(r[k])[0] for k in METRICS} for b, r in res.items()})
     out = {b: {k: np.stack([r[b][k] for r in per_seed]) for k in METRICS} for b in per_seed[0]}
     for r in out.values():

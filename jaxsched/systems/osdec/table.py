@@ -32,7 +32,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from jaxsched.experiments.evaluate import eval_episode_keys
+from jaxsched.experiments.evaluate import eval_episode_keys, restore_policy
 from jaxsched.experiments.learner import run_dir_of
 from jaxsched.experiments.plots import plot_lines
 from jaxsched.experiments.report import DASH, machine_line, mean_std
@@ -40,7 +40,7 @@ from jaxsched.experiments.system import PaperTable
 from jaxsched.experiments.train import CHECKPOINT_DIR
 from jaxsched.policies.deferrable import make_heuristic
 from jaxsched.systems.osdec.config import OSDECConfig, build_osdec
-from jaxsched.systems.osdec.evaluate import HEADLINE, load_policy_params
+from jaxsched.systems.osdec.evaluation import EVALUATION, HEADLINE
 from jaxsched.systems.osdec.train import ppo_for
 
 HELP = "OSDEC's Tables 1, 2 and 4 (utilization, delay, total reward) and one episode's capacity and load"
@@ -259,7 +259,7 @@ def episode_figure(cfg: OSDECConfig, episode: int, out: Path) -> tuple[list[str]
     steps = cfg.workload.horizon
     traces = {REFERENCE: episode_trace(env, params, make_heuristic(env, REFERENCE), None, key, steps)}
     if (run_dir_of(cfg, HEADLINE) / CHECKPOINT_DIR).is_dir():
-        pp, _ = load_policy_params(cfg, HEADLINE, env, train_params)
+        pp, _ = restore_policy(EVALUATION, cfg, HEADLINE, env, train_params)
         first_seed = jax.tree.map(lambda x: x[0], pp)
         policy = ppo_for(cfg, HEADLINE, env, None).policy(greedy=cfg.eval.greedy)
         traces[HEADLINE] = episode_trace(env, params, policy, first_seed, key, steps)

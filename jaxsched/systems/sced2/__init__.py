@@ -4,12 +4,13 @@ What SCED² defines, and where: its config (`config.SCED2Config`: env / workload
 sections and `build_sced2`), its learners (DQN, `agents.dqn`, with the shared-weight Q-network of Eq. 3–5,
 `nn.sced2`, or the flat-MLP ablation, trained by `experiments.learner.train_all` (`train.LEARNER`) on the
 shared chunked trainer), its baselines (`policies.gpu_locality.HEURISTICS`), its metrics
-(`evaluate.SCED2_METRICS`), its evaluation (`evaluate.evaluate_sced2`) and its paper tables (`table`: Fig.
+(`evaluation.SCED2_METRICS`), its evaluation (`evaluation.EVALUATION`) and its paper tables (`table`: Fig.
 7–10 and Table III).
 """
 
 from functools import partial
 
+from jaxsched.experiments.evaluate import evaluate
 from jaxsched.experiments.learner import run_dir_of, train_all
 from jaxsched.experiments.system import System
 from jaxsched.policies.gpu_locality import HEURISTICS
@@ -17,7 +18,7 @@ from jaxsched.systems.sced2 import table
 from jaxsched.systems.sced2.calibration import CALIBRATION
 from jaxsched.systems.sced2.claims import claims
 from jaxsched.systems.sced2.config import SCED2Config, build_sced2
-from jaxsched.systems.sced2.evaluate import LEARNER_LABELS, SCED2_METRICS, evaluate_sced2
+from jaxsched.systems.sced2.evaluation import EVALUATION, LEARNER_LABELS, SCED2_METRICS
 from jaxsched.systems.sced2.train import LEARNER
 
 SYSTEM = System(
@@ -28,7 +29,7 @@ SYSTEM = System(
     baselines=HEURISTICS,
     metrics=SCED2_METRICS,
     train=partial(train_all, LEARNER),
-    evaluate=evaluate_sced2,
+    evaluate=partial(evaluate, EVALUATION),
     build=lambda cfg: build_sced2(cfg)[:2],
     run_dirs=lambda cfg: {LEARNER_LABELS[n]: run_dir_of(cfg, n) for n in cfg.agent.networks},
     paper_tables={"fig7": table.PAPER_RATIOS},

@@ -26,7 +26,7 @@ from jaxsched.experiments.calibration import (
     with_workload,
 )
 from jaxsched.systems.sced2.config import SCED2Config, build_sced2, window_env
-from jaxsched.systems.sced2.evaluate import run_heuristics
+from jaxsched.systems.sced2.evaluation import run_heuristics
 
 PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.csv")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from jaxsched.experiments.claims import Claim, judged, load_record, unjudged
+from jaxsched.experiments.stats import favouring, opponent
 
 RECORD = "sced2/eval_summary.json"
 BUDGET = "≈ 2,400 episodes a seed, 3 seeds (×1.0 of the paper's 2,400)"
@@ -16,10 +17,10 @@ PAPER = (("60", "avg_effectiveness", 1.64), ("68", "avg_effectiveness", 1.6), ("
 NAMES = {"avg_effectiveness": "execution effectiveness", "avg_jct": "average JCT", "makespan": "makespan"}
 
 
-def _verdict(test: dict, alpha: float = 0.05) -> str:
-    if test["p"] >= alpha:
+def _verdict(ratio: float, p: float, alpha: float = 0.05) -> str:
+    if p >= alpha:
         return "undecided"
-    return "reproduced" if test["ratio"] > 1 else "not reproduced"
+    return "reproduced" if ratio > 1 else "not reproduced"
 
 
 def claims(results_dir: Path) -> list[Claim]:
@@ -33,12 +34,13 @@ def claims(results_dir: Path) -> list[Claim]:
             out.append(unjudged(name, f"×{paper:g}", "", "record missing", BUDGET, preset, RECORD))
             continue
         t = entry["vs_best"]
-        c = {"verdict": _verdict(t), "p": t["p"], "pairs": t["n"]}
+        ratio = favouring(t, metric != "avg_effectiveness")
+        c = {"verdict": _verdict(ratio, t["p"]), "p": t["p"], "pairs": t["n"]}
         out.append(
             judged(
                 name,
                 f"×{paper:g}",
-                f"×{t['ratio']:.2f} vs {t['baseline'].upper()}",
+                f"×{ratio:.2f} vs {opponent(t).upper()}",
                 c,
                 BUDGET,
                 preset,

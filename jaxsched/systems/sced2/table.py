@@ -27,19 +27,14 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from jaxsched.experiments.evaluate import fixed_keys, play_learner, restore_policy
 from jaxsched.experiments.learner import run_dir_of
 from jaxsched.experiments.plots import plot_grouped_bars, plot_lines
-from jaxsched.experiments.stats import best_of
+from jaxsched.experiments.stats import best_of, favouring, opponent
 from jaxsched.experiments.system import PaperTable
 from jaxsched.policies.gpu_locality import make_heuristic
 from jaxsched.systems.sced2.config import SCED2Config, build_sced2
-from jaxsched.systems.sced2.evaluate import (
-    LEARNER_LABELS,
-    baseline_label,
-    load_q_params,
-    run_agent,
-    run_heuristics,
-)
+from jaxsched.systems.sced2.evaluation import EVALUATION, LEARNER_LABELS, baseline_label, run_heuristics
 from jaxsched.systems.sced2.train import dqn_for
 
 HELP = "SCED² paper figures: Fig. 7 per 1-GPU share, Fig. 8 interval sweep, Fig. 9/10, Table III"
@@ -111,13 +106,14 @@ def fig7(configs, out: Path) -> list[str]:
         for label in _learners(results):
             cells = []
             for key, _, _ in FIG7_METRICS:
-                test = results[label][key].get("vs_best", {})
+                test = results[label][key].get("vs_best")
                 paper = PAPER_RATIOS.values.get(share, {}).get(key)
+                ratio = float("nan") if test is None else favouring(test, key != "avg_effectiveness")
                 cells.append(
-                    f"×{test.get('ratio', float('nan')):.2f} (p = {test.get('p', float('nan')):.2g})"
+                    f"×{ratio:.2f} (p = {float('nan') if test is None else test['p']:.2g})"
                     + (f" (×{paper})" if paper else "")
                 )
-            best = results[label][FIG7_METRICS[0][0]].get("vs_best", {}).get("baseline", "?")
+            best = opponent(results[label][FIG7_METRICS[0][0]].get("vs_best", {}))
             ratios.append(f"| {share} | {label} vs {best} | " + " | ".join(cells) + " |")
     for key, header, _ in FIG7_METRICS:
         plot_grouped_bars(bars[key], out / f"fig7_{key}.png", header, f"Fig. 7: {header} per 1-GPU share")
@@ -142,8 +138,9 @@ def fig8(cfg: SCED2Config, intervals, out: Path) -> list[str]:
         for network in cfg.agent.networks:
             if not (run_dir_of(cfg, network) / "checkpoints").is_dir():
                 continue
-            q, _ = load_q_params(cfg, network, env, train_params)
-            m = run_agent(cfg, network, env, test_params, q, episodes)
+            q, _ = restore_policy(EVALUATION, cfg, network, env, train_params)
+            m = play_learner(EVALUATION, cfg, network, env, test_params, q, np.arange(episodes),
+                             fixed_keys(episodes))  # fmt: skip
             series.setdefault(LEARNER_LABELS[network], []).append(float(m["avg_effectiveness"].mean()))
     x = [cfg.workload.mean_interarrival * cfg.workload.arrival_scale * f for f in intervals]
     (out / "fig8.json").write_text(
@@ -175,7 +172,7 @@ def fig9(cfg: SCED2Config, results: dict, out: Path) -> list[str]:
     actors = {n: (make_heuristic(env, n), None) for n in cfg.eval.baselines}
     for network in cfg.agent.networks:
         if (run_dir_of(cfg, network) / "checkpoints").is_dir():
-            q, _ = load_q_params(cfg, network, env, train_params)
+            q, _ = restore_policy(EVALUATION, cfg, network, env, train_params)
             actors[LEARNER_LABELS[network]] = (
                 dqn_for(cfg, network, env, episode).policy(),
                 jax.tree.map(lambda a: a[0], q),
