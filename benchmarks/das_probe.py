@@ -20,7 +20,7 @@ import numpy as np
 
 from jaxsched.experiments.train import seed_keys as training_keys
 from jaxsched.systems.das.config import load_das_config
-from jaxsched.systems.das.evaluate import build_for_eval
+from jaxsched.systems.das.episodes import build_for_eval
 from jaxsched.systems.das.train import evaluate_learned, programs
 
 

@@ -59,14 +59,13 @@ def test_eval_cli_writes_every_policy(tmp_path, capsys):
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "JCT (min)" in printed and "FIFO-FirstFit" in printed and "Tetris" in printed
-    payload = json.loads(out.read_text())
-    assert payload["episodes"] == 2 and payload["seeds"] == 2
-    results = payload["results"]
+    results = json.loads(out.read_text())  # {policy: {metric: {mean, std, per_seed, per_episode, values}}}
     assert set(results) == {"fifo_firstfit", "fifo_loadbalance", "drf_firstfit", "drf_loadbalance", "tetris",
                             "random"}  # fmt: skip
     for metrics in results.values():
         jct, fee = metrics["avg_jct_min"], metrics["avg_fee"]
         assert np.isfinite(jct["mean"]) and jct["mean"] > 0 and len(jct["per_seed"]) == 2
+        assert np.asarray(jct["values"]).shape == (2, 2)  # [seed, episode]: 2 seeds × the 2 episodes asked
         assert np.isfinite(fee["mean"]) and fee["mean"] > 0
         # JCT = wait + duration for every finished job, so the averages add up too.
         wait, dur = metrics["avg_wait_min"]["mean"], metrics["avg_duration_min"]["mean"]

@@ -155,16 +155,21 @@ def test_eval_checkpoint_reevaluates_the_trained_variants_beside_the_heuristics(
     stored (the same selected checkpoints, the same program)."""
     cfg, run_dir = full_run
     stored = json.loads((run_dir / "eval.json").read_text())["results"]
-    argv = ["eval", str(QUICK), "--checkpoint", str(run_dir.parent), "--json", str(tmp_path / "h.json")]
+    base = ["eval", str(QUICK), "--checkpoint", str(run_dir.parent)]
     for s in [*SMALLER, *SELECT]:
-        argv += ["--set", s]
-    assert main(argv) == 0
+        base += ["--set", s]
+    assert main([*base, "--json", str(tmp_path / "h.json")]) == 0
     out = capsys.readouterr().out
-    assert "FIFO-FirstFit" in out and "trained variants" in out
-    again = json.loads((run_dir / "eval.json").read_text())["results"]
-    assert again["avg_jct_min"]["values"] == stored["avg_jct_min"]["values"]
+    assert "FIFO-FirstFit" in out and "(da update" in out
+    combined = json.loads((tmp_path / "h.json").read_text())  # --json: every policy in that one file
+    assert combined["da"]["avg_jct_min"]["values"] == stored["avg_jct_min"]["values"]
+    assert len(combined["fifo_firstfit"]["avg_jct_min"]["per_seed"]) == 2  # the heuristics' evaluation seeds
+    assert main(base) == 0  # without --json: the variant's own record is rewritten, the same
+    again = json.loads((run_dir / "eval.json").read_text())
+    assert again["results"]["avg_jct_min"]["values"] == stored["avg_jct_min"]["values"]
+    assert again["selection"]["by"] == "validation"
     assert main(["eval", str(QUICK), "--checkpoint", str(tmp_path)]) == 2  # nothing trained there
-    assert "no trained variant there" in capsys.readouterr().err
+    assert "no trained learner there" in capsys.readouterr().err
 
 
 def test_cli_train_das(tmp_path, capsys):

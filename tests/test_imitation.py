@@ -26,7 +26,7 @@ from jaxsched.agents.pg import update_value_stats, value_moments
 from jaxsched.envs.gpu_cloud.env import GPUCloudAction
 from jaxsched.experiments.evaluate import run_episode
 from jaxsched.policies.gpu_cloud import make_heuristic
-from jaxsched.systems.das.evaluate import evaluate_on_episodes, seed_keys
+from jaxsched.systems.das.episodes import evaluate_on_episodes, seed_keys
 
 
 def test_rank_targets_by_hand():

@@ -141,7 +141,7 @@ LEARNER = Learner(
 EVALUATION = Evaluation(
     learner=LEARNER,
     labels={"ppo": "ppo"},
-    field="names",
+    listed_in="names",
     n_test=lambda cfg, test_params: TEST_EPISODES,
     baselines=lambda cfg, env: [(env, {b: make_heuristic(env, b) for b in cfg.eval.baselines}, ())],
     policy=lambda cfg, name, env: (("toy", cfg.ppo), PPO(cfg.ppo, env, None).policy(greedy=True)),

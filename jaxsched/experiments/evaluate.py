@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -195,9 +195,9 @@ def print_comparisons(learned: dict, paired: tuple[str, ...], lower_is_better: b
     """One line per paired test `compare_learners` attached: the ratio in the direction where > 1 means
     the learner is better, and the Wilcoxon p over its episodes."""
     for label, res in learned.items():
-        for field in sorted(k for k in res[paired[0]] if k.startswith("vs_")):
+        for test in sorted(k for k in res[paired[0]] if k.startswith("vs_")):
             for key in paired:
-                t = res[key][field]
+                t = res[key][test]
                 ratio = favouring(t, lower_is_better)
                 print(
                     f"{label} vs {t['against']} ({key}): ×{ratio:.3f} (> 1: {label} better), "
@@ -223,12 +223,13 @@ class Evaluation:
 
     learner: Any  # the system's `experiments.learner.Learner` (its `build` gives `(env, train, test, ...)`)
     labels: Mapping[str, str]  # learner name → its label in the results (the names `--checkpoint` accepts)
-    field: str  # the config key listing the learners, for error messages (e.g. "agent.learners")
+    listed_in: str  # the config key listing the learners, for error messages (e.g. "agent.learners")
     n_test: Callable[[Any, Any], int]  # n_test(cfg, test_params): how many test episodes there are
     # baselines(cfg, env) -> [(env, {label: parameter-free policy}, cache key)]: each group one program
     baselines: Callable[[Any, Any], list]
     # policy(cfg, name, env) -> (cache key, policy(params, obs, key)): learner `name`'s evaluated policy
-    policy: Callable[[Any, str, Any], tuple]
+    # (None with `play`)
+    policy: Callable[[Any, str, Any], tuple] | None
     metrics: tuple  # `Metric`s: the printed table's columns (and the paired tests' directions)
     title: Callable[[Any, str, int], str]  # title(cfg, "what was trained", episodes): the table's title
     paired: tuple[str, ...] = ()  # metrics with paired tests (`compare_learners`); () prints none
@@ -244,17 +245,31 @@ class Evaluation:
     env: Callable[[Any, Any], Any] = lambda cfg, env: env  # the env evaluated (e.g. one reporting more)
     best_among: Callable[[Any, dict], list] | None = None  # the labels `vs_best` picks from (default: all)
     arrays: tuple[str, ...] = ()  # outputs that are per-job arrays: `<json stem>_<key>.npz`, not stats
+    # build(cfg) -> (env, train_params, test_params) (default: the learner's `build`, its first three)
+    build: Callable[[Any], tuple] | None = None
+    seeds: bool = (
+        False  # `keys` are `[S, E]`: evaluation seeds of a stochastic env, every policy played S times
+    )
+    # play(cfg, name, env, params, policy_params [S], episodes, keys) -> {metric: [S, E]}: a learner that
+    # is not a `policy(params, obs, key)` (e.g. one carrying state between its calls, DAS's)
+    play: Callable[..., dict] | None = None
+    values: bool = False  # each metric's stats also hold its `values` `[runs][E]`
+    # record(cfg, name, stats, update, episodes) -> a learner's own `eval.json` (default: its stats beside
+    # the baselines')
+    record: Callable[..., dict] | None = None
+    display: Mapping[str, str] = field(default_factory=dict)  # a policy's name in the printed table
 
     def metric(self, key: str):
         return next((m for m in self.metrics if m.key == key), None)
 
 
 def play_baselines(ev: Evaluation, cfg, env, params, episodes, keys) -> dict[str, dict[str, np.ndarray]]:
-    """Every baseline group of `ev` on `episodes` of `params`: `{label: {metric: [1, E, ...]}}`."""
+    """Every baseline group of `ev` on `episodes` of `params`: `{label: {metric: [1 (S with `seeds`), E,
+    ...]}}`."""
     out = {}
     for group_env, policies, cache_key in ev.baselines(cfg, env):
-        per = run_policies(group_env, params, policies, episodes, keys, cache_key=tuple(cache_key))
-        out |= {label: {k: v[None] for k, v in m.items()} for label, m in per.items()}
+        per = run_policies(group_env, params, policies, episodes, keys, tuple(cache_key), ev.seeds)
+        out |= {label: {k: v if ev.seeds else v[None] for k, v in m.items()} for label, m in per.items()}
     return out
 
 
@@ -263,6 +278,8 @@ def play_learner(ev: Evaluation, cfg, name: str, env, params, policy_params, epi
     `episodes` of `params`: `{metric: [S, E, ...]}` (numpy)."""
     from jaxsched.experiments.sharding import seed_sharding, shard_seeds
 
+    if ev.play is not None:
+        return ev.play(cfg, name, env, params, policy_params, episodes, keys)
     cache_key, policy = ev.policy(cfg, name, env)
     n_seeds = jax.tree.leaves(policy_params)[0].shape[0]
     policy_params = shard_seeds(policy_params, seed_sharding(n_seeds))
@@ -292,7 +309,7 @@ def trained_names(ev: Evaluation, cfg, checkpoint) -> tuple[list[str], Any, bool
             raise FileNotFoundError(f"no checkpoints in {path} (expected {path / CHECKPOINT_DIR})")
         return list(listed), cfg.replace(out_dir=str(path.parent), name=path.name), True
     one = (path / CHECKPOINT_DIR).is_dir()
-    names, root = trained_learners(path, listed, ev.labels, "learner", ev.field)
+    names, root = trained_learners(path, listed, ev.labels, "learner", ev.listed_in)
     return names, cfg.replace(out_dir=str(root.parent), name=root.name), one
 
 
@@ -300,6 +317,9 @@ def summarize_runs(ev: Evaluation, per: dict) -> tuple[dict, dict]:
     """`{metric: [runs, E, ...]}` → `(stats, arrays)`: `run_stats` of each scalar metric, and the
     per-job outputs of `ev.arrays` as they are."""
     stats = {k: run_stats(v) for k, v in per.items() if k not in ev.arrays}
+    if ev.values:
+        for k, entry in stats.items():
+            entry["values"] = np.atleast_2d(np.asarray(per[k], np.float64)).tolist()
     return stats, {k: np.asarray(per[k]) for k in ev.arrays}
 
 
@@ -309,23 +329,27 @@ def evaluate(ev: Evaluation, cfg, checkpoint=None, episodes: int | None = None, 
     vs_<label>]}}}` (learners first). Written to each learner's `<run dir>/eval.json` (with the baselines)
     and, unless `checkpoint` is one learner's folder, all of them to the run's `eval.json` (`json_path`:
     that one file instead; `-`: stdout); the `ev.arrays` outputs beside each as `<stem>_<key>.npz`."""
-    env, train_params, test_params = ev.learner.build(cfg)[:3]
+    env, train_params, test_params = (ev.learner.build if ev.build is None else ev.build)(cfg)[:3]
     idx = ev.episodes(cfg, ev.n_test(cfg, test_params), episodes)
     keys = ev.keys(cfg, len(idx))
     names, one = [], False
     if checkpoint is not None:
         names, cfg, one = trained_names(ev, cfg, checkpoint)
-    elif not cfg.eval.baselines:
-        raise ValueError("nothing to evaluate: no --checkpoint and eval.baselines is empty")
     played = ev.env(cfg, env)
     results, arrays = {}, {}
     for label, per in play_baselines(ev, cfg, played, test_params, idx, keys).items():
         results[label], arrays[label] = summarize_runs(ev, per)
-    learned, steps = {}, {}
+    if not names and not results:
+        raise ValueError("nothing to evaluate: no --checkpoint and the eval section lists no baselines")
+    learned, steps, own = {}, {}, {}
     for name in names:
-        policy_params, steps[ev.labels[name]] = restore_policy(ev, cfg, name, env, train_params)
+        label = ev.labels[name]
+        policy_params, steps[label] = restore_policy(ev, cfg, name, env, train_params)
         per = play_learner(ev, cfg, name, played, test_params, policy_params, idx, keys)
-        learned[ev.labels[name]], arrays[ev.labels[name]] = summarize_runs(ev, per)
+        learned[label], arrays[label] = summarize_runs(ev, per)
+        own[name] = {label: learned[label]} | results  # the learner's own eval.json
+        if ev.record is not None:
+            own[name] = ev.record(cfg, name, learned[label], steps[label], len(idx))
     if ev.paired:
         among = list(results) if ev.best_among is None else ev.best_among(cfg, results)
         best = {label: results[label] for label in among}
@@ -339,12 +363,11 @@ def evaluate(ev: Evaluation, cfg, checkpoint=None, episodes: int | None = None, 
     if json_path:
         targets = {Path(json_path): everything}
     else:
-        targets = {ev.learner.run_dir(cfg, n) / EVAL_FILE: {ev.labels[n]: learned[ev.labels[n]]} | results
-                   for n in names}  # fmt: skip
+        targets = {ev.learner.run_dir(cfg, n) / EVAL_FILE: own[n] for n in names}
         if not one:  # one learner's evaluation leaves the run's combined file as it was
             targets[cfg.run_dir / EVAL_FILE] = everything
     for path, payload in targets.items():
-        _write(path, payload, {k: arrays[k] for k in payload}, ev.arrays)
+        _write(path, payload, {k: arrays[k] for k in payload if k in arrays}, ev.arrays)
     return everything
 
 
@@ -358,7 +381,7 @@ def _write(path: Path, payload: dict, arrays: dict, keys: tuple[str, ...]) -> No
 
 
 def _print(ev: Evaluation, cfg, learned: dict, results: dict, steps: dict, episodes: int) -> None:
-    rows = {name: {m.key: (r[m.key]["mean"], r[m.key]["std"]) for m in ev.metrics}
+    rows = {ev.display.get(name, name): {m.key: (r[m.key]["mean"], r[m.key]["std"]) for m in ev.metrics}
             for name, r in (learned | results).items()}  # fmt: skip
     trained = ", ".join(f"{label} {_updates(s)}" for label, s in steps.items()) or "baselines only"
     print_metric_table(rows, ev.metrics, title=ev.title(cfg, trained, episodes))
@@ -367,4 +390,7 @@ def _print(ev: Evaluation, cfg, learned: dict, results: dict, steps: dict, episo
 
 
 def _updates(step) -> str:
+    step = step["update"] if isinstance(step, dict) else step  # a selection record: its updates
+    if isinstance(step, list) and len(set(step)) == 1:
+        step = step[0]  # every seed's last checkpoint
     return f"updates {step} (selected per seed)" if isinstance(step, list) else f"update {step}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -39,8 +40,9 @@ class PaperTable:
 
 @dataclass(frozen=True)
 class System:
-    """A system's declaration: its config, its baselines, metrics and published tables, and the entry
-    points the CLI calls. Every callable takes the system's config (`config` class)."""
+    """A system's declaration: its config, its baselines, metrics and published tables, and what the CLI
+    calls. Every callable takes the system's config (`config` class). `train`, `build` and `run_dirs`
+    follow from `learner` and `evaluate` from `evaluation` unless given."""
 
     kind: str  # the YAML `kind:`
     title: str  # a line for listings
@@ -48,14 +50,18 @@ class System:
     config: type[ExperimentConfig]
     baselines: tuple[str, ...]  # heuristic names the system's evaluator accepts
     metrics: tuple[Metric, ...]
+    learner: Any = None  # its `experiments.learner.Learner` (trained by `experiments.learner.train_all`)
+    evaluation: Any = (
+        None  # its `experiments.evaluate.Evaluation` (played by `experiments.evaluate.evaluate`)
+    )
     # train(cfg, resume=, progress=, devices=) -> run directories written (devices: seed sharding)
-    train: Callable[..., list[Path]]
+    train: Callable[..., list[Path]] | None = None
     # evaluate(cfg, checkpoint=None | run dir, episodes=None | int, json_path=None | str) -> results
-    evaluate: Callable[..., dict]
+    evaluate: Callable[..., dict] | None = None
     # build(cfg) -> (env, params): the env and its training workload bank (`jaxsched bench CONFIG`)
-    build: Callable[[Any], tuple[Any, Any]]
+    build: Callable[[Any], tuple[Any, Any]] | None = None
     # run_dirs(cfg) -> {label: run dir}: where `train` writes each learner's run (`jaxsched report CONFIG`)
-    run_dirs: Callable[[Any], Mapping[str, Path]]
+    run_dirs: Callable[[Any], Mapping[str, Path]] | None = None
     paper_tables: Mapping[str, PaperTable] = field(default_factory=dict)
     # `jaxsched calibrate CONFIG`: the paper's published numbers and how to evaluate the baselines on
     # calibration and test episodes (None: the system has no calibration yet)
@@ -65,3 +71,27 @@ class System:
     claims: Callable[[Path], list] | None = None
     # CLI modules with `add_arguments(parser)` and `run_from_args(args)`, by subcommand ("table", "report")
     commands: Mapping[str, ModuleType] = field(default_factory=dict)
+
+    def __post_init__(self):
+        from jaxsched.experiments.evaluate import evaluate
+        from jaxsched.experiments.learner import train_all
+
+        learner, evaluation = self.learner, self.evaluation
+        labels = {} if evaluation is None else evaluation.labels
+        derived = {}
+        if learner is not None:
+            derived["train"] = partial(train_all, learner)
+            derived["build"] = lambda cfg: learner.build(cfg)[:2]
+            derived["run_dirs"] = lambda cfg: {
+                labels.get(n, n): learner.run_dir(cfg, n) for n in learner.names(cfg)
+            }
+        if evaluation is not None:
+            derived["evaluate"] = partial(evaluate, evaluation)
+        for name, value in derived.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
+        missing = [n for n in ("train", "evaluate", "build", "run_dirs") if getattr(self, n) is None]
+        if missing:
+            raise ValueError(
+                f"system {self.kind!r}: no {', '.join(missing)} (give them, or a learner and an evaluation)"
+            )

@@ -11,17 +11,13 @@ the paper's Table 1 (`table.PAPER_TABLE1`) and its tables and figures from train
 `jaxsched table dag`, Table 1 and Figs. 4–6).
 """
 
-from functools import partial
-
-from jaxsched.experiments.evaluate import evaluate
-from jaxsched.experiments.learner import run_dir_of, train_all
 from jaxsched.experiments.system import System
 from jaxsched.policies.dag import HEURISTICS
 from jaxsched.systems.dag import table
 from jaxsched.systems.dag.calibration import CALIBRATION
 from jaxsched.systems.dag.claims import claims
-from jaxsched.systems.dag.config import DAGSystemConfig, build_dag
-from jaxsched.systems.dag.evaluation import DAG_METRICS, EVALUATION, LEARNER_LABELS
+from jaxsched.systems.dag.config import DAGSystemConfig
+from jaxsched.systems.dag.evaluation import DAG_METRICS, EVALUATION
 from jaxsched.systems.dag.table import PAPER_TABLE1
 from jaxsched.systems.dag.train import LEARNER
 
@@ -32,10 +28,8 @@ SYSTEM = System(
     config=DAGSystemConfig,
     baselines=HEURISTICS,
     metrics=DAG_METRICS,
-    train=partial(train_all, LEARNER),
-    evaluate=partial(evaluate, EVALUATION),
-    build=lambda cfg: build_dag(cfg)[:2],
-    run_dirs=lambda cfg: {LEARNER_LABELS[v]: run_dir_of(cfg, v) for v in cfg.agent.variants},
+    learner=LEARNER,
+    evaluation=EVALUATION,
     paper_tables={"table1": PAPER_TABLE1},
     commands={"table": table},
     calibration=CALIBRATION,

@@ -65,7 +65,7 @@ def _title(cfg: DAGSystemConfig, trained: str, episodes: int) -> str:
 EVALUATION = Evaluation(
     learner=LEARNER,
     labels=LEARNER_LABELS,
-    field="agent.variants",
+    listed_in="agent.variants",
     n_test=lambda cfg, test_params: int(test_params.bank.n_jobs.shape[0]),
     baselines=_baselines,
     policy=_policy,

@@ -49,7 +49,7 @@ def baselines_batch(cfg: DASConfig, varying: dict) -> list[dict]:
     """`baselines` of `cfg` with each candidate's values of `varying` (`{config key: [values]}`, keys of
     `PARAM_KNOBS`), as one program vmapped over the candidates."""
     from jaxsched.policies.gpu_cloud import make_heuristic
-    from jaxsched.systems.das.evaluate import build_for_eval, evaluate_knob_candidates, seed_keys
+    from jaxsched.systems.das.episodes import build_for_eval, evaluate_knob_candidates, seed_keys
 
     env, _, params, starts = build_for_eval(cfg)
     keys = seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts))
@@ -60,7 +60,7 @@ def baselines_batch(cfg: DASConfig, varying: dict) -> list[dict]:
 
 def fingerprint(cfg: DASConfig) -> np.ndarray:
     """`[E, jobs, 4]`: each held-out episode's jobs (submit, instances, GPUs, work)."""
-    from jaxsched.systems.das.evaluate import build_for_eval
+    from jaxsched.systems.das.episodes import build_for_eval
 
     _, _, params, starts = build_for_eval(cfg)
     b = params.bank

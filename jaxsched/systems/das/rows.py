@@ -17,7 +17,7 @@ from jaxsched.experiments.train import CONFIG_FILE, EVAL_FILE, config_diffs, sav
 from jaxsched.policies.gpu_cloud import LABELS as HEURISTIC_LABELS
 from jaxsched.policies.gpu_cloud import make_heuristic
 from jaxsched.systems.das.config import DASConfig
-from jaxsched.systems.das.evaluate import build_for_eval, evaluate_on_episodes, seed_keys
+from jaxsched.systems.das.episodes import build_for_eval, evaluate_on_episodes, seed_keys
 
 PLANNERS = {"mosa": "MOSA", "malo": "MALO"}
 LEARNED_ORDER = ("dl2", "rifling", "da", "da_mc", "da_rwgp", "das")
@@ -56,7 +56,7 @@ def evaluate_planner(
     """Run MOSA or MALO (paper's Table 2 settings) on the first `episodes` test episodes × `seeds` seeds
     and write `<run dir>/<name>/eval.json`. Slow: MALO takes ~0.24 s per decision on a 2-core CPU."""
     from jaxsched.policies.metaheuristics import make_malo, make_mosa, run_planner_episode
-    from jaxsched.systems.das.evaluate import per_episode_results
+    from jaxsched.systems.das.episodes import per_episode_results
 
     env, _, test_params, starts = build_for_eval(cfg)
     starts = starts[: episodes or len(starts)]

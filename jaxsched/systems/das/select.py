@@ -19,7 +19,7 @@ import numpy as np
 
 from jaxsched.experiments import select
 from jaxsched.experiments.select import SELECTED_DIR, VALIDATION_FILE  # noqa: F401  (re-exported)
-from jaxsched.systems.das.evaluate import seed_keys
+from jaxsched.systems.das.episodes import seed_keys
 from jaxsched.workloads.ddl import episode_starts
 
 METRIC = "avg_jct_min"  # lower is better

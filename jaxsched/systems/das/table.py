@@ -50,10 +50,8 @@ from jaxsched.experiments.stats import (
 from jaxsched.experiments.throughput import median_time
 from jaxsched.policies.gpu_cloud import make_heuristic
 from jaxsched.systems.das.config import CLUSTER_SIZES, DASConfig, load_das_config
-from jaxsched.systems.das.evaluate import (
-    DAS_METRICS,
-    build_for_eval,
-)
+from jaxsched.systems.das.episodes import build_for_eval
+from jaxsched.systems.das.evaluation import DAS_METRICS
 from jaxsched.systems.das.rows import (
     PLANNERS,
     collect_rows,

@@ -21,7 +21,6 @@ Seeds are `vmap`ped in one program; programs are cached per (MAPPO config, env c
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from pathlib import Path
@@ -45,10 +44,9 @@ from jaxsched.experiments.train import (
     checkpoint_manager,
     episode_summary,
     restore_runner,
-    trained_learners,
 )
 from jaxsched.systems.das.config import DASConfig
-from jaxsched.systems.das.evaluate import build_for_eval, per_episode_results, seed_keys
+from jaxsched.systems.das.episodes import build_for_eval, seed_keys
 from jaxsched.systems.das.select import (
     VALIDATION_FILE,
     ValidationSelector,
@@ -122,6 +120,7 @@ def _warm_start(cfg: DASConfig, variant: str, run_dir: Path, env, init, progress
 def _finish(cfg: DASConfig, variant: str, run_dir: Path, records, built, selector, progress: bool) -> None:
     """After a finished run: the learning curve, then the variant on the test episodes (`evaluate_run`)."""
     from jaxsched.experiments.plots import plot_learning_curves
+    from jaxsched.systems.das.evaluation import evaluate_run  # the evaluation declares this module's learner
 
     say = print if progress else (lambda *a, **k: None)
     plot_learning_curves(
@@ -230,54 +229,3 @@ def evaluate_learned(cfg: DASConfig, variant: str, actor_params, env, test_param
     params = test_params.replace(starts=jnp.asarray(starts, jnp.int32))
     out = evaluate(actor_params, params, jnp.arange(len(starts)), keys, greedy=cfg.eval.greedy)
     return {k: np.asarray(v) for k, v in jax.device_get(out).items()}
-
-
-def evaluate_run(cfg: DASConfig, variant: str, built=None) -> dict:
-    """Evaluate a variant's trained actor (`evaluated_actor_params`) on the test episodes; write and
-    return its `eval.json` results (`{metric: {mean, std, per_seed, values [S][E]}}`). `built`:
-    `build_for_eval(cfg)`'s result, if the caller has it."""
-    env, train_params, test_params, starts = build_for_eval(cfg) if built is None else built
-    t0 = time.perf_counter()
-    actor, selection = evaluated_actor_params(cfg, variant, env, train_params)
-    per = evaluate_learned(cfg, variant, actor, env, test_params, starts)
-    results = per_episode_results(per)
-    payload = {
-        "config": cfg.name,
-        "variant": variant,
-        "episodes": len(starts),
-        "seeds": cfg.num_seeds,
-        "greedy": cfg.eval.greedy,
-        "selection": selection,
-        "wall_s": time.perf_counter() - t0,
-        "results": results,
-    }
-    path = run_dir_of(cfg, variant) / EVAL_FILE
-    path.write_text(json.dumps(payload, indent=2))
-    return results
-
-
-def evaluate_das(cfg: DASConfig, checkpoint=None, episodes: int | None = None, json_path=None) -> dict:
-    """`jaxsched eval`: the heuristics of `eval.policies` on the held-out episodes and, with `checkpoint`
-    (a run directory `out_dir/name` holding variant folders, or one variant's folder), every trained
-    variant in it, re-evaluated from its checkpoints on the same episodes and keys (each variant's
-    `eval.json` is rewritten). Returns `{policy or variant: {metric: {mean, std, per_seed}}}`."""
-    from jaxsched.experiments.report import print_metric_table
-    from jaxsched.systems.das.evaluate import DAS_METRICS, eval_heuristics
-
-    if episodes is not None:
-        cfg = cfg.replace(eval=dataclasses.replace(cfg.eval, episodes=episodes))
-    if checkpoint is None:
-        return eval_heuristics(cfg, json_path=json_path)
-    variants, path = trained_learners(
-        checkpoint, cfg.agent.variants, VARIANT_LABELS, "variant", "agent.variants"
-    )
-    run_cfg = cfg.replace(out_dir=str(path.parent), name=path.name)
-    results = eval_heuristics(run_cfg, json_path=json_path)
-    built = build_for_eval(run_cfg)
-    learned = {v: evaluate_run(run_cfg, v, built) for v in variants}
-    rows = {
-        VARIANT_LABELS[v]: {m.key: (r[m.key]["mean"], r[m.key]["std"]) for m in DAS_METRICS}
-        for v, r in learned.items()
-    }
-    print_metric_table(rows, DAS_METRICS, title=f"{path}: trained variants, the same test episodes and keys")
-    return {**results, **learned}

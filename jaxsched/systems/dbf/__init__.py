@@ -10,24 +10,14 @@ and the RLScheduler-compatible heuristic table (`rlscheduler_table`), which exis
 numbers exactly.
 """
 
-from functools import partial
-
-from jaxsched.experiments.evaluate import evaluate
-from jaxsched.experiments.learner import train_all
 from jaxsched.experiments.system import System
 from jaxsched.policies.scores import SCORES
 from jaxsched.systems.dbf import report, rlscheduler_table
 from jaxsched.systems.dbf.claims import claims
-from jaxsched.systems.dbf.config import DBFConfig, build_run
+from jaxsched.systems.dbf.config import DBFConfig
 from jaxsched.systems.dbf.evaluation import EVALUATION
 from jaxsched.systems.dbf.metrics import HPC_METRICS
 from jaxsched.systems.dbf.train import LEARNER
-
-
-def _build(cfg: DBFConfig):
-    env, train_params, _, _ = build_run(cfg)
-    return env, train_params
-
 
 SYSTEM = System(
     kind="dbf",
@@ -36,9 +26,8 @@ SYSTEM = System(
     config=DBFConfig,
     baselines=(*SCORES, *(f"{s}_easy" for s in SCORES)),
     metrics=HPC_METRICS,
-    train=partial(train_all, LEARNER),
-    evaluate=partial(evaluate, EVALUATION),
-    build=_build,
+    learner=LEARNER,
+    evaluation=EVALUATION,
     run_dirs=lambda cfg: {cfg.name: cfg.run_dir},
     commands={"table": report, "hpc-table": rlscheduler_table},
     claims=claims,

@@ -64,7 +64,7 @@ def _title(cfg: DBFConfig, trained: str, episodes: int) -> str:
 EVALUATION = Evaluation(
     learner=LEARNER,
     labels={AGENT: AGENT},
-    field="ppo",
+    listed_in="ppo",
     n_test=lambda cfg, test_params: int(test_params.starts.shape[0]),
     baselines=baselines,
     policy=lambda cfg, name, env: agent_policy(cfg, env),

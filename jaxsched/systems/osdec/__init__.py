@@ -10,17 +10,13 @@ metrics (`evaluation.OSDEC_METRICS`), its evaluation (`evaluation.EVALUATION`, o
 that sets ours beside them (`table`: `jaxsched table osdec`).
 """
 
-from functools import partial
-
-from jaxsched.experiments.evaluate import evaluate
-from jaxsched.experiments.learner import run_dir_of, train_all
 from jaxsched.experiments.system import System
 from jaxsched.policies.deferrable import HEURISTICS
 from jaxsched.systems.osdec import table
 from jaxsched.systems.osdec.calibration import CALIBRATION
 from jaxsched.systems.osdec.claims import claims
-from jaxsched.systems.osdec.config import OSDECConfig, build_osdec
-from jaxsched.systems.osdec.evaluation import EVALUATION, LEARNER_LABELS, OSDEC_METRICS
+from jaxsched.systems.osdec.config import OSDECConfig
+from jaxsched.systems.osdec.evaluation import EVALUATION, OSDEC_METRICS
 from jaxsched.systems.osdec.table import PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE4
 from jaxsched.systems.osdec.train import LEARNER
 
@@ -32,10 +28,8 @@ SYSTEM = System(
     config=OSDECConfig,
     baselines=HEURISTICS,
     metrics=OSDEC_METRICS,
-    train=partial(train_all, LEARNER),
-    evaluate=partial(evaluate, EVALUATION),
-    build=lambda cfg: build_osdec(cfg)[:2],
-    run_dirs=lambda cfg: {LEARNER_LABELS[n]: run_dir_of(cfg, n) for n in cfg.agent.learners},
+    learner=LEARNER,
+    evaluation=EVALUATION,
     paper_tables={"table1": PAPER_TABLE1, "table2": PAPER_TABLE2, "table4": PAPER_TABLE4},
     commands={"table": table},
     calibration=CALIBRATION,

@@ -49,7 +49,7 @@ def _title(cfg: OSDECConfig, trained: str, episodes: int) -> str:
 EVALUATION = Evaluation(
     learner=LEARNER,
     labels=LEARNER_LABELS,
-    field="agent.learners",
+    listed_in="agent.learners",
     n_test=lambda cfg, test_params: cfg.workload.test_episodes,
     baselines=lambda cfg, env: [(env, {b: make_heuristic(env, b) for b in cfg.eval.baselines}, ())],
     policy=_policy,

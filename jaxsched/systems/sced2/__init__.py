@@ -8,17 +8,13 @@ shared chunked trainer), its baselines (`policies.gpu_locality.HEURISTICS`), its
 7–10 and Table III).
 """
 
-from functools import partial
-
-from jaxsched.experiments.evaluate import evaluate
-from jaxsched.experiments.learner import run_dir_of, train_all
 from jaxsched.experiments.system import System
 from jaxsched.policies.gpu_locality import HEURISTICS
 from jaxsched.systems.sced2 import table
 from jaxsched.systems.sced2.calibration import CALIBRATION
 from jaxsched.systems.sced2.claims import claims
-from jaxsched.systems.sced2.config import SCED2Config, build_sced2
-from jaxsched.systems.sced2.evaluation import EVALUATION, LEARNER_LABELS, SCED2_METRICS
+from jaxsched.systems.sced2.config import SCED2Config
+from jaxsched.systems.sced2.evaluation import EVALUATION, SCED2_METRICS
 from jaxsched.systems.sced2.train import LEARNER
 
 SYSTEM = System(
@@ -28,10 +24,8 @@ SYSTEM = System(
     config=SCED2Config,
     baselines=HEURISTICS,
     metrics=SCED2_METRICS,
-    train=partial(train_all, LEARNER),
-    evaluate=partial(evaluate, EVALUATION),
-    build=lambda cfg: build_sced2(cfg)[:2],
-    run_dirs=lambda cfg: {LEARNER_LABELS[n]: run_dir_of(cfg, n) for n in cfg.agent.networks},
+    learner=LEARNER,
+    evaluation=EVALUATION,
     paper_tables={"fig7": table.PAPER_RATIOS},
     commands={"table": table},
     calibration=CALIBRATION,

@@ -59,7 +59,7 @@ def _title(cfg: SCED2Config, trained: str, episodes: int) -> str:
 EVALUATION = Evaluation(
     learner=LEARNER,
     labels=LEARNER_LABELS,
-    field="agent.networks",
+    listed_in="agent.networks",
     n_test=lambda cfg, test_params: int(test_params.starts.shape[0]),
     baselines=baselines,
     policy=lambda cfg, net, env: (("agent", cfg.dqn, cfg.agent, net), dqn_for(cfg, net, env, None).policy()),

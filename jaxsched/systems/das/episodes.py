@@ -1,38 +1,21 @@
-"""Table-1-style evaluation on the GPU-cloud env: average JCT (minutes) and fee ($) per job over the
-held-out test episodes, for several seeds.
-
-    jaxsched eval configs/das/heuristics_small.yaml
+"""DAS's held-out episodes: the test windows (`build_for_eval`), their keys per evaluation seed
+(`seed_keys`) and the heuristics on them (`evaluate_on_episodes`, `evaluate_knob_candidates`: the
+calibration's and the paper tables' baselines), as `{metric: {mean, std, per_seed, values}}` records
+(`per_episode_results`).
 
 Every policy plays every test episode (consecutive, non-overlapping windows of the test split) once per
 seed; a seed fixes the environment's randomness (machine fluctuation draws, and the pending-job sample
-when more than N wait). All (policy, episode, seed) triples run as one compiled, vmapped program. A row's
-mean ± std is over its seeds × episodes (each episode's metric is its per-job average, as in Table 1).
+when more than N wait), the same for every policy: a paired comparison.
 """
 
 from __future__ import annotations
-
-import json
-import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxsched.experiments.evaluate import run_policies
-from jaxsched.experiments.report import print_metric_table, write_json
-from jaxsched.experiments.system import Metric
-from jaxsched.experiments.train import EVAL_FILE
-from jaxsched.policies.gpu_cloud import LABELS, make_heuristic
 from jaxsched.systems.das.config import DASConfig, build_das
-
-DAS_METRICS = (
-    Metric("avg_jct_min", "JCT (min)", ",.1f"),
-    Metric("avg_fee", "Fee ($)", ".2f"),
-    Metric("avg_wait_min", "wait (min)", ",.1f"),
-    Metric("avg_duration_min", "duration (min)", ",.1f"),
-    Metric("gpu_util", "GPU util", ".3f", lower_is_better=False),
-)
 
 
 def seed_keys(seed: int, num_seeds: int, n_episodes: int) -> jax.Array:
@@ -92,40 +75,3 @@ def build_for_eval(cfg: DASConfig, episodes: int | None = None):
             raise ValueError(f"episodes must be >= 1, got {n}")
         starts = starts[: min(n, len(starts))]
     return env, train_params, test_params, starts
-
-
-def eval_heuristics(cfg: DASConfig, episodes: int | None = None, json_path=None) -> dict:
-    """Run `cfg.eval.policies` on the held-out episodes (module docstring); print the table and write
-    `{policy: {metric: {mean, std, per_seed}}}` to `json_path` (default `<run dir>/eval.json`)."""
-    t0 = time.perf_counter()
-    env, _, test_params, starts = build_for_eval(cfg, episodes)
-    keys = seed_keys(cfg.eval.seed, cfg.num_seeds, len(starts))
-    policies = {p: make_heuristic(p) for p in cfg.eval.policies}
-    per = evaluate_on_episodes(env, test_params, policies, starts, keys)
-    results = {name: per_episode_results(m) for name, m in per.items()}
-    wall = time.perf_counter() - t0
-
-    c, e = cfg.cluster, cfg.env
-    title = (
-        f"{cfg.name}: {c.size} cluster ({c.machines} machines × 8 GPUs), {len(starts)} test episodes × "
-        f"{e.episode_jobs} jobs × {cfg.num_seeds} seeds, load ×{e.load_scale:g}"
-    )
-    if json_path == "-":
-        print(json.dumps(results, indent=2))
-        return results
-    rows = {LABELS[n]: {k: (r[k]["mean"], r[k]["std"]) for k, *_ in DAS_METRICS} for n, r in results.items()}
-    print_metric_table(rows, DAS_METRICS, title=title)
-    path = Path(json_path) if json_path else cfg.run_dir / EVAL_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(
-        str(path),
-        {
-            "config": cfg.name,
-            "episodes": len(starts),
-            "seeds": cfg.num_seeds,
-            "wall_s": wall,
-            "results": results,
-        },
-    )
-    print(f"results: {path}  ({wall:.1f} s)")
-    return results
