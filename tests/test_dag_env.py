@@ -18,7 +18,8 @@ from reference.dag_counts import unpacked_counts
 
 from jaxsched.core.episode import run_episode, stateless
 from jaxsched.envs.dag.env import DAGEnv, _rank_within
-from jaxsched.envs.dag.params import DAGConfig, StageCounts
+from jaxsched.envs.dag.params import DAGConfig
+from jaxsched.envs.dag.types import StageCounts
 from jaxsched.envs.dag.waves import interval_map
 from jaxsched.workloads.dag_bank import DAGTemplates, make_bank, template_features
 

@@ -3,7 +3,8 @@ env is exported here with its config, params, state, observation and (where it i
 types."""
 
 from jaxsched.envs.dag.env import DAGEnv
-from jaxsched.envs.dag.params import DAGConfig, DAGObs, DAGParams, DAGState
+from jaxsched.envs.dag.params import DAGConfig
+from jaxsched.envs.dag.types import DAGObs, DAGParams, DAGState
 from jaxsched.envs.deferrable import (
     DeferrableConfig,
     DeferrableEnv,

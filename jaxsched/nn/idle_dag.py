@@ -29,7 +29,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxsched.envs.dag.params import DAGConfig, DAGObs
+from jaxsched.envs.dag.params import DAGConfig
+from jaxsched.envs.dag.types import DAGObs
 from jaxsched.nn.gnn import MLP, DAGEncoder
 
 FEATURES = ("add", "none", "replace")

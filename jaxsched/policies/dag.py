@@ -24,7 +24,7 @@ import jax.numpy as jnp
 
 from jaxsched.core.cluster import prefix_count
 from jaxsched.envs.dag.env import DAGEnv
-from jaxsched.envs.dag.params import DAGObs
+from jaxsched.envs.dag.types import DAGObs
 
 HEURISTICS = ("fifo", "sjf", "cp", "dynamic")
 BIG = 2**30

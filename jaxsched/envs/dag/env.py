@@ -44,15 +44,8 @@ import jax.numpy as jnp
 from jaxsched.core.env import Environment
 from jaxsched.core.queue import first_after
 from jaxsched.core.spaces import Box, MultiDiscrete
-from jaxsched.envs.dag.params import (
-    INF_MS,
-    DAGConfig,
-    DAGObs,
-    DAGParams,
-    DAGState,
-    StageCounts,
-    make_params,
-)
+from jaxsched.envs.dag.params import INF_MS, DAGConfig, make_params
+from jaxsched.envs.dag.types import DAGObs, DAGParams, DAGState, StageCounts
 from jaxsched.envs.dag.waves import sample_durations
 from jaxsched.workloads.dag_bank import DAGBank
 
