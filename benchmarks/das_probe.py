@@ -37,7 +37,7 @@ def main(argv=None):
     cfg = load_das_config(args.config, args.set)
     env, train_params, test_params, starts = build_for_eval(cfg)
     mcfg = dataclasses.replace(cfg.mappo_config(args.variant), updates_per_chunk=args.every)
-    init, chunk, _, warm_start = programs(mcfg, env)
+    init, chunk, _, warm_start = programs(mcfg, cfg.agent.agent_config(args.variant), env)
     out, t0 = {}, time.perf_counter()
 
     def record(stage, runner):

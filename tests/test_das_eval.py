@@ -98,3 +98,24 @@ def test_a_cluster_too_small_for_its_jobs_is_refused_or_counted(capsys):
     assert train.bank.num_jobs + test.bank.num_jobs == 2000 - 343
     build_das(das_config_from_dict({**d, "cluster": {"size": "small"}}))
     assert capsys.readouterr().out == ""  # nothing dropped, nothing said
+
+
+def test_a_planner_plays_the_test_episodes_with_the_evaluation_keys(tmp_path):
+    """`rows.evaluate_planner` (MOSA here): its record holds, for each (seed, episode), what one direct run
+    of the planner gives on that test episode with that seed's evaluation key."""
+    import jax
+
+    from jaxsched.policies.metaheuristics import make_mosa, run_planner_episode
+    from jaxsched.systems.das.episodes import build_for_eval, seed_keys
+    from jaxsched.systems.das.rows import evaluate_planner
+
+    cfg = load_das_config(QUICK, ["workload.n_jobs=600", "env.episode_jobs=60", f"out_dir={tmp_path}"])
+    record = json.loads(evaluate_planner(cfg, "mosa", episodes=2, seeds=1).read_text())
+    assert record["planner"] == "mosa" and record["episodes"] == 2 and record["seeds"] == 1
+    values = np.asarray(record["results"]["avg_jct_min"]["values"])  # [seed, episode]
+    assert values.shape == (1, 2) and np.all(values > 0)
+    env, _, test_params, starts = build_for_eval(cfg)
+    params = test_params.replace(starts=jax.numpy.asarray(starts, jax.numpy.int32))
+    key = seed_keys(cfg.eval.seed, cfg.num_seeds, 2)[0, 1]
+    direct = run_planner_episode(env, env.episode(params, 1), make_mosa(env, test_params), key)
+    np.testing.assert_allclose(values[0, 1], float(direct["avg_jct_min"]), rtol=1e-6)

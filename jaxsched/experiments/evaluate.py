@@ -62,27 +62,33 @@ def switched(policies) -> Callable:
     return lambda index, obs, k: jax.lax.switch(index, branches, obs, k)
 
 
-def episodes_program(cache_key: tuple, env, policy, seeds: bool = False, batched: tuple[str, ...] = ()):
+def episodes_program(
+    cache_key: tuple, env, policy, seeds: bool = False, batched: tuple[str, ...] = (), episode=None,
+    keys_per_lead: bool = False,
+):  # fmt: skip
     """Jitted `fn(lead, params, episodes, keys) -> {metric: [L, (S,) E]}`: `policy(lead[l], obs, key)` on
     the held-out episodes `episodes` (`i32[E]`, each pinned by `env.episode`; None: each key draws its
-    own, as in training) with `keys` `[E]` — `[S, E]` with `seeds` (evaluation seeds of a stochastic env)
-    — `vmap`ped over `lead` `[L]` (the training seeds' network params, or `switched`'s branch indices).
+    own, as in training) with `keys` `[E]` — `[S, E]` with `seeds` (evaluation seeds of a stochastic env),
+    `[L, E]` with `keys_per_lead` (lead l's own keys) — `vmap`ped over `lead` `[L]` (the training seeds'
+    network params, or `switched`'s branch indices). `episode(lead, params, key) -> metrics` replaces
+    `policy` for a learner that plays its own episodes (e.g. one carrying state between its calls).
 
     The env params (the bank) are an argument, so another bank of the same shapes runs without compiling
     again. `batched` names params fields with a leading candidate axis `[C]` (`vmap`ped, every other field
-    shared; outputs `[C, L, ...]`). Cached by `cache_key` (what identifies `policy`) with the env's type,
-    config, `seeds` and `batched`: one cache for every system."""
-    key = (*cache_key, type(env), env.config, seeds, batched)
+    shared; outputs `[C, L, ...]`). Cached by `cache_key` (what identifies `policy` or `episode`) with the
+    env's type, config and the axes: one cache for every system."""
+    key = (*cache_key, type(env), env.config, seeds, batched, keys_per_lead, episode is None)
     if key not in _PROGRAMS:
+        play = episode or (lambda lead, params, k: run_episode(env, params, policy, lead, k))
 
         def one(lead, params, i, k):
-            return run_episode(env, params if i is None else env.episode(params, i), policy, lead, k)
+            return play(lead, params if i is None else env.episode(params, i), k)
 
         def fn(lead, params, episodes, keys):
             f = jax.vmap(one, in_axes=(None, None, None if episodes is None else 0, 0))  # episodes
             if seeds:
                 f = jax.vmap(f, in_axes=(None, None, None, 0))  # evaluation seeds: keys [S, E]
-            f = jax.vmap(f, in_axes=(0, None, None, None))  # lead
+            f = jax.vmap(f, in_axes=(0, None, None, 0 if keys_per_lead else None))  # lead
             if batched:
                 axes = jax.tree.map(lambda _: None, params).replace(**dict.fromkeys(batched, 0))
                 f = jax.vmap(f, in_axes=(None, axes, None, None))  # candidates

@@ -54,16 +54,24 @@ def trained_learners(checkpoint, listed, known, what: str, field: str) -> tuple[
     return names, path
 
 
-_SEED_PROGRAMS: dict = {}
+_PROGRAMS: dict = {}  # every system's compiled training programs, by cache key (`cached_program`)
+
+
+def cached_program(cache_key, make):
+    """`make()` (a jitted program, or a tuple of them) built once per `cache_key` (what it depends on:
+    the algorithm's config, the env config, the learner) for every system: another run of the same shapes
+    does not compile again, and no system keeps a cache of its own."""
+    if cache_key not in _PROGRAMS:
+        _PROGRAMS[cache_key] = make()
+    return _PROGRAMS[cache_key]
 
 
 def seed_programs(cache_key, init_one, chunk_one, map_init: bool = True):
     """Jitted `init(keys, env_params)` and `chunk(runner, env_params)` over a leading seed axis, from one
-    seed's `init_one(key, env_params)` and `chunk_one(runner, env_params)`; cached by `cache_key` (the
-    algorithm's config, the env config and the learner), so another run of the same shapes does not compile
-    again. `map_init`: the seeds' inits in a `lax.map` (else `vmap`); the chunk is always `vmap`ped."""
-    if cache_key not in _SEED_PROGRAMS:
+    seed's `init_one(key, env_params)` and `chunk_one(runner, env_params)` (`cached_program`). `map_init`:
+    the seeds' inits in a `lax.map` (else `vmap`); the chunk is always `vmap`ped."""
 
+    def make():
         def init(keys, env_params):
             one = lambda k: init_one(k, env_params)  # noqa: E731
             return jax.lax.map(one, keys) if map_init else jax.vmap(one)(keys)
@@ -71,8 +79,9 @@ def seed_programs(cache_key, init_one, chunk_one, map_init: bool = True):
         def chunk(runner, env_params):
             return jax.vmap(lambda r: chunk_one(r, env_params))(runner)
 
-        _SEED_PROGRAMS[cache_key] = (jax.jit(init), jax.jit(chunk))
-    return _SEED_PROGRAMS[cache_key]
+        return jax.jit(init), jax.jit(chunk)
+
+    return cached_program(("seeds", cache_key), make)
 
 
 def algorithm_programs(cache_key, make_algorithm, map_init: bool = True):

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
+from jaxsched.experiments.evaluate import episodes_program
 from jaxsched.experiments.train import CONFIG_FILE, EVAL_FILE, config_diffs, saved_config
 from jaxsched.policies.gpu_cloud import LABELS as HEURISTIC_LABELS
 from jaxsched.policies.gpu_cloud import make_heuristic
@@ -66,13 +67,14 @@ def evaluate_planner(
 
     params = test_params.replace(starts=jnp.asarray(starts, jnp.int32))
 
-    def one(i, key):
-        return run_planner_episode(env, env.episode(params, i), planner, key)
+    def episode(_, episode_params, key):  # a planner has no learned params: one lead of nothing
+        return run_planner_episode(env, episode_params, planner, key)
 
     t0 = time.perf_counter()
-    fn = jax.jit(jax.vmap(jax.vmap(one, in_axes=(0, 0)), in_axes=(None, 0)))
-    out = jax.device_get(fn(jnp.arange(len(starts)), keys))
-    per = {k: np.asarray(v) for k, v in out.items() if k != "return"}
+    # the planner is built on these test params: a program of its own (`id`), not one shared by name
+    fn = episodes_program(("planner", name, id(planner)), env, None, seeds=True, episode=episode)
+    out = jax.device_get(fn(jnp.zeros(1), params, jnp.arange(len(starts)), keys))  # [1, S, E]
+    per = {k: np.asarray(v)[0] for k, v in out.items() if k != "return"}
     path = cfg.run_dir / name / EVAL_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {

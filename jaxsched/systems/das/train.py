@@ -16,7 +16,8 @@ test episode, with the evaluation keys of the heuristics (`evaluate.seed_keys`),
 scheduler and seed i of a heuristic see the same fluctuation draws — a paired comparison (`jaxsched
 table das`).
 
-Seeds are `vmap`ped in one program; programs are cached per (MAPPO config, env config).
+Seeds are `vmap`ped in one program; programs are cached per (MAPPO config, agent config, env config) in
+the shared caches.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from jaxsched.agents.das import LABELS as VARIANT_LABELS
 from jaxsched.agents.das import DASAgent, DASAgentConfig
 from jaxsched.agents.imitation import pretrain
 from jaxsched.agents.mappo import MAPPO, MAPPOConfig
+from jaxsched.experiments.evaluate import episodes_program
 from jaxsched.experiments.learner import Learner, learner_template, run_dir_of
 from jaxsched.experiments.sharding import seed_sharding, shard_seeds
 from jaxsched.experiments.train import (
@@ -40,6 +42,8 @@ from jaxsched.experiments.train import (
     CURVE_FILE,
     EVAL_FILE,
     METRICS_FILE,
+    algorithm_programs,
+    cached_program,
     check_no_run,
     checkpoint_manager,
     episode_summary,
@@ -57,7 +61,6 @@ from jaxsched.systems.das.select import (
 
 IMITATION_FILE = "imitation.jsonl"
 CURVE_METRICS = ("episode_return", "avg_jct_min", "avg_fee", "entropy")
-_PROGRAMS: dict = {}
 
 
 def make_mappo(mappo_config: MAPPOConfig, agent_config: DASAgentConfig, env, env_params) -> MAPPO:
@@ -68,37 +71,27 @@ def make_mappo(mappo_config: MAPPOConfig, agent_config: DASAgentConfig, env, env
 def programs(mappo_config: MAPPOConfig, agent_config: DASAgentConfig, env):
     """Jitted `init(keys, env_params)`, `chunk(runner, env_params)` (vmapped over seeds),
     `evaluate(actor_params [S], env_params, episodes [E], keys [S, E], greedy) -> {metric: [S, E]}` (episode
-    `i` is `env.episode(env_params, i)`) and
-    `warm_start(runner, env_params) -> (runner, imitation metrics [S, imitation_updates])`."""
-    cache_key = (mappo_config, agent_config, env.config)
-    if cache_key not in _PROGRAMS:
+    `i` is `env.episode(env_params, i)`, seed s with its own keys) and
+    `warm_start(runner, env_params) -> (runner, imitation metrics [S, imitation_updates])`, in the shared
+    caches (`experiments.train.cached_program`, `experiments.evaluate.episodes_program`)."""
+    cache_key = ("das", mappo_config, agent_config, env.config)
 
-        def init(keys, env_params):
-            return jax.vmap(make_mappo(mappo_config, agent_config, env, env_params).init)(keys)
+    def mappo(env_params):
+        return make_mappo(mappo_config, agent_config, env, env_params)
 
-        def chunk(runner, env_params):
-            return jax.vmap(make_mappo(mappo_config, agent_config, env, env_params).train_chunk)(runner)
+    init, chunk = algorithm_programs(cache_key, mappo, map_init=False)
 
-        def evaluate(actor_params, env_params, episodes, keys, greedy=True):
-            mappo = make_mappo(mappo_config, agent_config, env, env_params)
+    def evaluate(actor_params, env_params, episodes, keys, greedy=True):
+        def episode(actor, params, key):
+            return mappo(params).run_episode(actor, params, key, greedy=greedy)
 
-            def one(actor, i, key):
-                return mappo.run_episode(actor, env.episode(env_params, i), key, greedy=greedy)
+        fn = episodes_program((*cache_key, greedy), env, None, episode=episode, keys_per_lead=True)
+        return fn(actor_params, env_params, episodes, keys)
 
-            over_episodes = jax.vmap(one, in_axes=(None, 0, 0))
-            return jax.vmap(over_episodes, in_axes=(0, None, 0))(actor_params, episodes, keys)
+    def make_warm_start():
+        return jax.jit(lambda runner, env_params: jax.vmap(lambda r: pretrain(mappo(env_params), r))(runner))
 
-        def warm_start(runner, env_params):
-            mappo = make_mappo(mappo_config, agent_config, env, env_params)
-            return jax.vmap(lambda r: pretrain(mappo, r))(runner)
-
-        _PROGRAMS[cache_key] = (
-            jax.jit(init),
-            jax.jit(chunk),
-            jax.jit(evaluate, static_argnames="greedy"),
-            jax.jit(warm_start),
-        )
-    return _PROGRAMS[cache_key]
+    return init, chunk, evaluate, cached_program((*cache_key, "imitation"), make_warm_start)
 
 
 def _select(cfg: DASConfig, variant: str, run_dir: Path, env, train_params, resuming: bool):
