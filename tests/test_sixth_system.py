@@ -25,7 +25,7 @@ from jaxsched.agents.ppo import PPO, PPOConfig
 from jaxsched.cli import main
 from jaxsched.core.env import Environment
 from jaxsched.core.spaces import Box, Discrete
-from jaxsched.experiments.config import ExperimentConfig, HeldOutEval
+from jaxsched.experiments.config import ExperimentConfig, SampledEval
 from jaxsched.experiments.evaluate import Evaluation, evaluate
 from jaxsched.experiments.learner import Learner, run_dir_of, train_all
 from jaxsched.experiments.system import Metric, System
@@ -98,11 +98,10 @@ def bank(seed: int, rows: int) -> ToyParams:
 
 
 @dataclass(frozen=True)
-class ToyEval(HeldOutEval):
+class ToyEval(SampledEval):
     BASELINES: ClassVar[tuple[str, ...]] = tuple(HEURISTICS)
 
     baselines: tuple[str, ...] = tuple(HEURISTICS)
-    seed: int = 0
 
 
 def toy_ppo() -> PPOConfig:
@@ -114,7 +113,6 @@ def toy_ppo() -> PPOConfig:
 class ToyConfig(ExperimentConfig):
     KIND: ClassVar[str] = "toy"
 
-    kind: str = "toy"
     ppo: PPOConfig = field(default_factory=toy_ppo)
     eval: ToyEval = field(default_factory=ToyEval)
 

@@ -134,6 +134,15 @@ class HeldOutEval:
 
 
 @dataclass(frozen=True)
+class SampledEval(HeldOutEval):
+    """A held-out evaluation whose policies may sample: the action keys drawn from `seed` (the same key
+    per episode for every policy), the learners greedy (their most likely action) or sampling."""
+
+    seed: int = 0
+    greedy: bool = True
+
+
+@dataclass(frozen=True)
 class ExperimentConfig:
     """The top-level keys of every system's config. A system's config derives from this, adds its
     sections as dataclass-valued fields, and sets the class-level declarations below."""
@@ -146,7 +155,7 @@ class ExperimentConfig:
     # Sections and keys that may differ when a run is resumed (everything else must match).
     RESUME_MAY_DIFFER: ClassVar[tuple[str, ...]] = ("kind", "name", "out_dir", "eval", "calibration")
 
-    kind: str = ""
+    kind: str = ""  # the class's `KIND` when left out
     name: str = "run"
     seed: int = 0
     num_seeds: int = 3
@@ -154,6 +163,8 @@ class ExperimentConfig:
     calibration: CalibrationSection = dataclasses.field(default_factory=CalibrationSection)
 
     def __post_init__(self):
+        if not self.kind:
+            object.__setattr__(self, "kind", self.KIND)
         if self.kind != self.KIND:
             raise ValueError(f"kind must be '{self.KIND}' for this config, got {self.kind!r}")
         if not self.name or "/" in self.name or self.name in (".", ".."):

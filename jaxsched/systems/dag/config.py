@@ -36,7 +36,7 @@ import numpy as np
 from jaxsched.agents.reinforce import ReinforceConfig
 from jaxsched.core.checks import at_least, in_unit_interval, positive
 from jaxsched.envs.dag.env import DAGEnv
-from jaxsched.experiments.config import ExperimentConfig, HeldOutEval
+from jaxsched.experiments.config import ExperimentConfig, SampledEval
 from jaxsched.policies.dag import HEURISTICS
 
 KIND = "dag"
@@ -56,19 +56,9 @@ MIXED_SYNTH_SHAPE = {"synth_max_stages": 5, "max_tasks": 10}
 def dag_reinforce_config(**overrides) -> ReinforceConfig:
     """Decima's policy gradient as the paper trains it (it gives no hyper-parameters; these are Decima's
     Adam rate, 4 × 4 rollouts per update and an entropy bonus annealed to near 0)."""
-    base = dict(
-        num_sequences=4,
-        rollouts=4,
-        num_steps=256,
-        total_updates=500,
-        updates_per_chunk=25,
-        lr=1e-3,
-        max_grad_norm=10.0,
-        ent_start=0.05,
-        ent_end=0.001,
-        curriculum_start_s=0.0,
-        curriculum_end_s=0.0,
-    )
+    base = dict(num_sequences=4, rollouts=4, num_steps=256, total_updates=500, updates_per_chunk=25,
+                lr=1e-3, max_grad_norm=10.0, ent_start=0.05, ent_end=0.001, curriculum_start_s=0.0,
+                curriculum_end_s=0.0)  # fmt: skip
     return ReinforceConfig(**(base | overrides))
 
 
@@ -203,15 +193,13 @@ class AgentSection:
 
 
 @dataclass(frozen=True)
-class EvalSection(HeldOutEval):
+class EvalSection(SampledEval):
     """Held-out evaluation: each variant's policy (sampled, as Decima evaluates, or with `greedy` its most
-    likely action at every decision; every seed) and the baselines on `episodes` test episodes (null: all
-    of them), with the action-sampling keys drawn from `seed` (the same key per episode for every policy)."""
+    likely action at every decision; every seed) and the baselines on `episodes` test episodes (null: all)."""
 
     BASELINES: ClassVar[tuple[str, ...]] = BASELINES
 
     baselines: tuple[str, ...] = HEURISTICS
-    seed: int = 0
     greedy: bool = False
 
 
@@ -222,7 +210,6 @@ class DAGSystemConfig(ExperimentConfig):
     KIND: ClassVar[str] = KIND
     PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.tpch_npz",)
 
-    kind: str = KIND
     env: EnvSection = field(default_factory=EnvSection)
     workload: WorkloadSection = field(default_factory=WorkloadSection)
     agent: AgentSection = field(default_factory=AgentSection)

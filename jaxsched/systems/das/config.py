@@ -191,7 +191,6 @@ class DASConfig(ExperimentConfig):
     # `agent.variants` may grow on resume: each variant is its own run directory.
     RESUME_MAY_DIFFER: ClassVar[tuple[str, ...]] = (*ExperimentConfig.RESUME_MAY_DIFFER, "agent.variants")
 
-    kind: str = KIND
     name: str = "das"
     cluster: ClusterSection = field(default_factory=ClusterSection)
     env: EnvSection = field(default_factory=EnvSection)

@@ -179,7 +179,6 @@ class DBFConfig(ExperimentConfig):
     KIND: ClassVar[str] = "dbf"
     PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.path",)
 
-    kind: str = "dbf"
     env: EnvSection = field(default_factory=EnvSection)
     workload: WorkloadSection = field(default_factory=WorkloadSection)
     agent: AgentSection = field(default_factory=AgentSection)

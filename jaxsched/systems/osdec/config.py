@@ -44,7 +44,7 @@ from typing import ClassVar
 
 from jaxsched.agents.ppo import PPOConfig
 from jaxsched.core.checks import at_least, choices, positive
-from jaxsched.experiments.config import ExperimentConfig, HeldOutEval
+from jaxsched.experiments.config import ExperimentConfig, SampledEval
 from jaxsched.policies.deferrable import HEURISTICS
 
 KIND = "osdec"
@@ -67,19 +67,9 @@ def osdec_ppo_config(**overrides) -> PPOConfig:
     """Table 3: batch 2,048 (32 envs × 64 steps), minibatch 64, policy lr 1e-4 → 1e-5, value lr 2e-4 →
     2e-5, multi-task lr 1e-2 → 1e-3, γ 0.99. The paper gives no epoch count, clip or λ: PPO's usual 4,
     0.2, 0.95. Rewards × 0.01 so that returns are O(10) for the critic (the paper does not say)."""
-    base = dict(
-        num_envs=32,
-        num_steps=64,
-        total_updates=500,
-        updates_per_chunk=50,
-        update_epochs=4,
-        num_minibatches=32,
-        normalize_obs=False,
-        reward_scale=0.01,
-        gamma=0.99,
-        ent_coef=0.0,
-        group_lrs=(("policy", 1e-4, 1e-5), ("value", 2e-4, 2e-5), ("aux", 1e-2, 1e-3)),
-    )
+    base = dict(num_envs=32, num_steps=64, total_updates=500, updates_per_chunk=50, update_epochs=4,
+                num_minibatches=32, normalize_obs=False, reward_scale=0.01, gamma=0.99, ent_coef=0.0,
+                group_lrs=(("policy", 1e-4, 1e-5), ("value", 2e-4, 2e-5), ("aux", 1e-2, 1e-3)))  # fmt: skip
     return PPOConfig(**(base | overrides))
 
 
@@ -222,15 +212,13 @@ class AgentSection:
 
 
 @dataclass(frozen=True)
-class EvalSection(HeldOutEval):
+class EvalSection(SampledEval):
     """Held-out evaluation: each learner's policy (greedy: the paper evaluates "without exploration
     noise") and the baselines on the first `episodes` test episodes (null: all)."""
 
     BASELINES: ClassVar[tuple[str, ...]] = BASELINES
 
     baselines: tuple[str, ...] = BASELINES
-    seed: int = 0
-    greedy: bool = True
 
 
 @dataclass(frozen=True)
@@ -240,7 +228,6 @@ class OSDECConfig(ExperimentConfig):
     KIND: ClassVar[str] = KIND
     PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.trace",)
 
-    kind: str = KIND
     env: EnvSection = field(default_factory=EnvSection)
     workload: WorkloadSection = field(default_factory=WorkloadSection)
     agent: AgentSection = field(default_factory=AgentSection)

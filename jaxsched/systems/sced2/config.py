@@ -44,22 +44,9 @@ def sced2_dqn_config(**overrides) -> DQNConfig:
     """The DQN settings of the paper's budget (2,400 episodes of 1,000 jobs; an episode of the 68 % trace
     takes about 1,600 decisions, so ≈ 3.8 M decisions: 30,000 updates of 16 envs × 8 decisions). The paper
     gives no hyper-parameters; these are DQN's usual ones."""
-    base = dict(
-        num_envs=16,
-        rollout_steps=8,
-        grad_steps=2,
-        total_updates=30_000,
-        updates_per_chunk=500,
-        buffer_size=100_000,
-        batch_size=128,
-        learning_starts=5_000,
-        lr=2.5e-4,
-        gamma=0.99,
-        target_every=500,
-        eps_start=1.0,
-        eps_end=0.05,
-        eps_decay_frac=0.3,
-    )
+    base = dict(num_envs=16, rollout_steps=8, grad_steps=2, total_updates=30_000, updates_per_chunk=500,
+                buffer_size=100_000, batch_size=128, learning_starts=5_000, lr=2.5e-4, gamma=0.99,
+                target_every=500, eps_start=1.0, eps_end=0.05, eps_decay_frac=0.3)  # fmt: skip
     return DQNConfig(**(base | overrides))
 
 
@@ -221,7 +208,6 @@ class SCED2Config(ExperimentConfig):
     KIND: ClassVar[str] = KIND
     PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.path",)
 
-    kind: str = KIND
     env: EnvSection = field(default_factory=EnvSection)
     workload: WorkloadSection = field(default_factory=WorkloadSection)
     agent: AgentSection = field(default_factory=AgentSection)
