@@ -244,3 +244,26 @@ def test_held_out_evaluation_plays_each_window_once():
     alone = [float(run_episode(env, env.episode(params, w), fcfs, None, KEY0)["avg_wait"]) for w in range(3)]
     np.testing.assert_array_equal(got, np.array(alone, np.float32)[windows])
     assert len(set(alone)) == 3  # the three windows differ, so a wrong window would show
+
+
+def test_an_episode_trace_sums_to_the_episode_and_holds_after_its_end():
+    """`core.episode.trace_episode` past the end of an episode: its rewards sum to `run_episode`'s return
+    (a deterministic env and policy), and from the end on the recorded state no longer moves."""
+    import jaxsched
+    from jaxsched.core.episode import run_episode, stateless, trace_episode
+
+    env, params = jaxsched.make("dbf-quick")
+    fifo = make_priority_policy(env, "fcfs")
+    key = jax.random.key(3)
+    episode = run_episode(env, params, stateless(fifo), key)
+    decisions = jax.jit(lambda k: trace_episode(env, params, fifo, None, k, 1, lambda s, i, r: s.steps))(key)
+    assert int(decisions[0]) == 1
+    steps = 600  # past the end: an episode of dbf-quick's 128 jobs takes fewer decisions
+    rewards, clock, n = jax.jit(
+        lambda k: trace_episode(env, params, fifo, None, k, steps, lambda s, info, r: (r, s.t, s.steps))
+    )(key)
+    assert int(n[-1]) < steps  # the episode ended inside the trace
+    np.testing.assert_allclose(float(rewards.sum()), float(episode["return"]), rtol=1e-5)
+    clock = np.asarray(clock)
+    assert np.all(np.diff(clock) >= 0)  # time never goes back
+    assert clock[-1] == clock[-2] and float(rewards[-1]) == 0.0  # held after the end

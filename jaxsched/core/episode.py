@@ -1,7 +1,8 @@
 """One episode to its end, with any decision maker: the one episode runner of the package.
 
 Heuristics, learned actors (with or without a recurrent carry such as the RWGP's history) and planners
-(which read the env state) all run through `run_episode`:
+(which read the env state) all run through `run_episode` (`trace_episode`: one episode's figures over
+time):
 
     act(obs, state, carry, key) -> (action, carry)
 
@@ -37,6 +38,27 @@ def run_episode(env, env_params, act, key: jax.Array, carry: Any = None) -> dict
     out = dict(env.metrics(state, env_params))
     out["return"] = total
     return out
+
+
+def trace_episode(env, env_params, policy, policy_params, key: jax.Array, steps: int, record):
+    """What `record(state, info, reward)` (any pytree) says at each of `steps` decisions of one episode of
+    `policy(policy_params, obs, key)` from `env.reset(key)`, stacked `[steps, ...]` (the figures of one
+    episode over time). Once the episode ends its last state is held and its reward is 0, so the records
+    of the state repeat; `info` past the end is that of a step not taken (read the state there)."""
+    k_reset, k_loop = jax.random.split(key)
+    obs, state = env.reset(k_reset, env_params)
+
+    def body(carry, k):
+        obs, state, done = carry
+        k_act, k_step = jax.random.split(k)
+        action = policy(policy_params, obs, k_act)
+        stepped = env.step_env(k_step, state, action, env_params)
+        reward, terminated, truncated, info = stepped[2:]
+        obs, state = jax.tree.map(lambda n, o: jnp.where(done, o, n), stepped[:2], (obs, state))
+        reward = jnp.where(done, 0.0, reward)
+        return (obs, state, done | terminated | truncated), record(state, info, reward)
+
+    return jax.lax.scan(body, (obs, state, jnp.bool_(False)), jax.random.split(k_loop, steps))[1]
 
 
 def stateless(policy, params=None):

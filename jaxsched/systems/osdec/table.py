@@ -32,6 +32,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from jaxsched.core.episode import trace_episode
 from jaxsched.experiments.evaluate import eval_episode_keys, restore_policy
 from jaxsched.experiments.learner import run_dir_of
 from jaxsched.experiments.plots import plot_lines
@@ -237,17 +238,12 @@ def table4(configs: list) -> tuple[list[str], dict]:
 def episode_trace(env, params, policy, policy_params, key, steps: int) -> dict[str, np.ndarray]:
     """One episode of `steps` steps from `env.reset(key)`: per step the capacity C_t, the cores running
     in it (`busy`: what ran on before plus what started) and the reward, `[steps]` each."""
-    k_reset, k_loop = jax.random.split(key)
 
-    def body(carry, k):
-        obs, state = carry
-        k_act, k_step = jax.random.split(k)
-        action = policy(policy_params, obs, k_act)
-        obs, state, reward, _, _, info = env.step_env(k_step, state, action, params)
-        return (obs, state), (info["capacity"], info["busy"], reward)
+    def record(state, info, reward):
+        return {"capacity": info["capacity"], "busy": info["busy"], "reward": reward}
 
-    out = jax.lax.scan(body, env.reset(k_reset, params), jax.random.split(k_loop, steps))[1]
-    return dict(zip(("capacity", "busy", "reward"), (np.asarray(x) for x in out), strict=True))
+    out = trace_episode(env, params, policy, policy_params, key, steps, record)
+    return {k: np.asarray(v) for k, v in out.items()}
 
 
 def episode_figure(cfg: OSDECConfig, episode: int, out: Path) -> tuple[list[str], dict]:

@@ -27,6 +27,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from jaxsched.core.episode import trace_episode
 from jaxsched.experiments.evaluate import fixed_keys, play_learner, restore_policy
 from jaxsched.experiments.learner import run_dir_of
 from jaxsched.experiments.plots import plot_grouped_bars, plot_lines
@@ -207,28 +208,13 @@ def fig9(cfg: SCED2Config, results: dict, out: Path) -> list[str]:
 
 def trace(env, params, policy, policy_params, steps: int):
     """`(time [T], fragmentation [T], waiting GPUs [T])` at every decision of one episode (held after it
-    ends), from `env.snapshot`."""
+    ends), from `env.snapshot` (the env and the policies are deterministic: one key serves)."""
 
-    def body(carry, key):
-        obs, state, done = carry
-        k_act, k_step = jax.random.split(key)
-        action = policy(policy_params, obs, k_act)
-        obs2, state2, _, term, trunc, _ = env.step_env(k_step, state, action, params)
-        keep = lambda new, old: jax.tree.map(lambda a, b: jax.numpy.where(done, b, a), new, old)  # noqa: E731
-        obs2, state2 = keep(obs2, obs), keep(state2, state)
-        snap = env.snapshot(state2, params)
-        return (obs2, state2, done | term | trunc), (
-            snap["time"],
-            snap["fragmentation"],
-            snap["waiting_gpus"],
-        )
+    def record(state, info, reward):
+        snap = env.snapshot(state, params)
+        return snap["time"], snap["fragmentation"], snap["waiting_gpus"]
 
-    @jax.jit
-    def run(policy_params):
-        obs, state = env.reset_env(jax.random.key(0), params)
-        init = (obs, state, jax.numpy.bool_(False))
-        return jax.lax.scan(body, init, jax.random.split(jax.random.key(1), steps))[1]
-
+    run = jax.jit(lambda pp: trace_episode(env, params, policy, pp, jax.random.key(0), steps, record))
     return tuple(np.asarray(x) for x in run(policy_params))
 
 
