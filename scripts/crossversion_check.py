@@ -9,6 +9,7 @@ bitwise, as floats in JSON).
 
 Run it as a script (not `-m`), so that the older checkout on PYTHONPATH comes before this one.
 """
+
 import json
 import sys
 from pathlib import Path
@@ -18,16 +19,32 @@ from jaxsched.systems import get_system, load_run_config
 
 phase, out = sys.argv[1], Path(sys.argv[2])
 print("jaxsched from", jaxsched.__file__)
-DBF = ["ppo.total_updates=4", "ppo.updates_per_chunk=2", "eval.episodes=4", "num_seeds=2",
-       "eval.select=validation", "eval.validation_episodes=2"]
-DAS = ["workload.n_jobs=600", "env.episode_jobs=60", "env.max_forward_events=2", "eval.episodes=2",
-       "mappo.imitation_updates=2", "mappo.total_updates=4", "mappo.updates_per_chunk=2",
-       "eval.select=validation", "eval.validation_episodes=2"]
+DBF = [
+    "ppo.total_updates=4",
+    "ppo.updates_per_chunk=2",
+    "eval.episodes=4",
+    "num_seeds=2",
+    "eval.select=validation",
+    "eval.validation_episodes=2",
+]
+DAS = [
+    "workload.n_jobs=600",
+    "env.episode_jobs=60",
+    "env.max_forward_events=2",
+    "eval.episodes=2",
+    "mappo.imitation_updates=2",
+    "mappo.total_updates=4",
+    "mappo.updates_per_chunk=2",
+    "eval.select=validation",
+    "eval.validation_episodes=2",
+]
 
 
 def cfgs(path, extra, name):
-    return (load_run_config(path, [*extra, f"out_dir={out / 'full'}", f"name={name}"])[1],
-            load_run_config(path, [*extra, f"out_dir={out / 'killed'}", f"name={name}"])[1])
+    return (
+        load_run_config(path, [*extra, f"out_dir={out / 'full'}", f"name={name}"])[1],
+        load_run_config(path, [*extra, f"out_dir={out / 'killed'}", f"name={name}"])[1],
+    )
 
 
 dbf_full, dbf_killed = cfgs("configs/dbf/quick.yaml", DBF, "dbf")
@@ -57,13 +74,15 @@ else:
     DAS_SYS.evaluate(das_full, das_full.run_dir, json_path=str(out / "das_full_eval_new.json"))
 
     def metrics(p):
-        return [{k: v for k, v in json.loads(line).items() if k != "wall_s"} for line in p.read_text().splitlines()]
+        lines = p.read_text().splitlines()
+        return [{k: v for k, v in json.loads(line).items() if k != "wall_s"} for line in lines]
 
     def load(p):
         return json.loads(Path(p).read_text())
 
     def core(stats):  # the numbers both formats hold
-        return {m: {k: e[k] for k in ("mean", "std", "per_seed", "values") if k in e} for m, e in stats.items()}
+        keys = ("mean", "std", "per_seed", "values")
+        return {m: {k: e[k] for k in keys if k in e} for m, e in stats.items()}
 
     old_das = load(out / "das_full_eval_old.json")  # old: {"results": heuristics...}
     new_das = load(out / "das_full_eval_new.json")  # new: {policy: ...} with "da"
@@ -72,11 +91,15 @@ else:
         == metrics(dbf_killed.run_dir / "metrics.jsonl"),
         "dbf eval: new evaluator on the old full run = old evaluator": load(out / "dbf_full_eval_new.json")
         == load(out / "dbf_full_eval_old.json"),
-        "dbf eval: resumed run, new evaluator = old evaluator on the full run": load(out / "dbf_killed_eval_new.json")
+        "dbf eval: resumed run, new evaluator = old evaluator on the full run": load(
+            out / "dbf_killed_eval_new.json"
+        )
         == load(out / "dbf_full_eval_old.json"),
         "das metrics (killed+resumed = full)": metrics(das_full.run_dir / "da" / "metrics.jsonl")
         == metrics(das_killed.run_dir / "da" / "metrics.jsonl"),
-        "das variant record: resumed+new = full+old": core(load(das_killed.run_dir / "da" / "eval.json")["results"])
+        "das variant record: resumed+new = full+old": core(
+            load(das_killed.run_dir / "da" / "eval.json")["results"]
+        )
         == core(load(das_full.run_dir / "da" / "eval.json")["results"]),
         "das eval: new evaluator's da = the old stored record": core({"x": new_das["da"]["avg_jct_min"]})
         == core({"x": load(das_full.run_dir / "da" / "eval.json")["results"]["avg_jct_min"]}),
