@@ -13,7 +13,7 @@ import pytest
 from conftest import require_trace
 
 from jaxsched.cli import main
-from jaxsched.systems.dbf.rlscheduler_table import (
+from jaxsched.policies.rlscheduler import (
     DYNAMIC_POLICIES,
     POLICIES,
     compute_table,

@@ -3,7 +3,7 @@
 
 # ruff: noqa: E501  (the replaced lines are quoted whole)
 
-ENV = "jaxsched/envs/hpc.py"
+ENV = "jaxsched/envs/hpc/env.py"
 POLICIES = "jaxsched/policies/hpc.py"
 T_ENV = "tests/test_hpc_env.py"
 T_HEUR = "tests/test_hpc_heuristics_reference.py tests/test_hpc_policies.py"

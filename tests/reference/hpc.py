@@ -1,6 +1,6 @@
 """A plain-Python event-loop reference of the Deep Back-Filling cluster (HPCC'22 §II–III).
 
-Written from the paper and the semantics documented in `jaxsched/envs/hpc.py` (module docstring,
+Written from the paper and the semantics documented in `jaxsched/envs/hpc/env.py` (module docstring,
 `HPCObs`, `metrics`), `core/queue.split_window` and `core/cluster`, not from the JAX code: Python
 lists, explicit running jobs, float64 arithmetic. The differential tests drive it and `HPCEnv.step_env`
 with the same actions and compare every reward, observation, mask, flag and metric.

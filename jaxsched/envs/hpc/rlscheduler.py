@@ -1,6 +1,6 @@
 """The jitted event loop of the RLScheduler-compatible heuristic table: one sequence of one policy as a
-`lax.while_loop`, to be `vmap`-ed over (start, policy) lanes (`rlscheduler_table.simulate_lanes`). The
-model it reproduces, job for job, is described in `rlscheduler_table`'s docstring."""
+`lax.while_loop`, to be `vmap`-ed over (start, policy) lanes (`policies.rlscheduler.simulate_lanes`). The
+model it reproduces, job for job, is described in `policies.rlscheduler`'s docstring."""
 
 from __future__ import annotations
 
