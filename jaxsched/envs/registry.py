@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import jax
-import numpy as np
 
 from jaxsched.workloads.ddl import CLUSTER_SIZES
 
@@ -69,25 +68,19 @@ def gpu_cloud_setup(
     `n_machines` if more than 1 % do not), with the generator's knobs (`workloads.ddl.pai_like_config`)
     and the contention strengths (`kappa_*`). `das-small` / `-medium` / `-large` set them to the
     calibrated presets' values (`configs/das/paper_*.yaml`)."""
-    from jaxsched.envs.gpu_cloud.env import GPUCloudConfig, GPUCloudEnv, heterogeneous_perf
-    from jaxsched.workloads.ddl import V100_MACHINE, drop_too_large, generate_pai_like, pai_like_config
+    from jaxsched.envs.gpu_cloud import setup
 
-    if size not in CLUSTER_SIZES:
-        raise ValueError(f"size must be one of {', '.join(CLUSTER_SIZES)}, got {size!r}")
-    m = CLUSTER_SIZES[size] if n_machines is None else n_machines
-    env = GPUCloudEnv(GPUCloudConfig(m, n_slots, queue_capacity, max_forward_events=max_forward_events))
-    gen = pai_like_config(mean_interarrival_s, interarrival_shape, work_scale, work_gpu_exponent, size_tilt)
-    bank = generate_pai_like(jax.random.key(seed), n_jobs, gen)
-    caps = [np.full(m, V100_MACHINE[k], np.int32) for k in ("gpu", "cpu", "mem")]
-    bank, dropped = drop_too_large(bank, *caps)
-    if dropped > 0.01 * n_jobs:
-        raise ValueError(f"n_machines={m}: {dropped:,} of {n_jobs:,} jobs need more than the whole cluster")
-    perf = heterogeneous_perf(jax.random.key(seed), m)
-    params = env.make_params(
-        bank, episode_jobs=episode_jobs, perf=perf, load_scale=load_scale, reward=reward,
-        kappa_net=kappa_net, kappa_cpu=kappa_cpu, kappa_spread=kappa_spread,
+    cluster = setup.ClusterSection(size, n_machines, perf_seed=seed, kappa_net=kappa_net, kappa_cpu=kappa_cpu,
+                                   kappa_spread=kappa_spread)  # fmt: skip
+    section = setup.EnvSection(n_slots, queue_capacity, max_forward_events=max_forward_events,
+                               episode_jobs=episode_jobs, load_scale=load_scale, reward=reward)  # fmt: skip
+    workload = setup.WorkloadSection(
+        n_jobs=n_jobs, bank_seed=seed, mean_interarrival_s=mean_interarrival_s, work_scale=work_scale,
+        work_gpu_exponent=work_gpu_exponent, interarrival_shape=interarrival_shape, size_tilt=size_tilt,
     )  # fmt: skip
-    return env, params
+    env = setup.make_env(cluster, section)
+    bank, _ = setup.job_bank(cluster, workload)  # more than 1 % of the jobs too large: an error
+    return env, setup.make_params(env, bank, cluster, section)
 
 
 def gpu_locality_setup(

@@ -49,7 +49,7 @@ from jaxsched.experiments.stats import (
 )
 from jaxsched.experiments.throughput import median_time
 from jaxsched.policies.gpu_cloud import make_heuristic
-from jaxsched.systems.das.config import CLUSTER_SIZES, DASConfig, load_das_config
+from jaxsched.systems.das.config import DASConfig, load_das_config
 from jaxsched.systems.das.episodes import build_for_eval
 from jaxsched.systems.das.evaluation import DAS_METRICS
 from jaxsched.systems.das.rows import (
@@ -60,6 +60,7 @@ from jaxsched.systems.das.rows import (
     label,
     runs_by_seed,
 )
+from jaxsched.workloads.ddl import CLUSTER_SIZES
 
 HELP = "the DAS paper's tables (1, 3, App. E, F) from trained runs and freshly evaluated baselines"
 
