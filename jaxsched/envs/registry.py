@@ -143,20 +143,20 @@ def dag_setup(
     `moving_delay` / `warmup_delay` (ms) are Decima's; the synthetic presets set them to 0. `max_events` 1:
     with a cheap policy one event time per step gives the most decisions/s under `vmap` (docs/dag.md);
     a training config with a network per step sets its own (2 in configs/dag/tpch_like.yaml)."""
+    from jaxsched.envs.dag import setup
     from jaxsched.envs.dag.env import DAGEnv
-    from jaxsched.envs.dag.params import DAGConfig
-    from jaxsched.workloads.dag_gen import synthetic_bank, tpch_like_bank
 
-    if workload == "tpch_like":
-        bank = tpch_like_bank(episodes, episode_jobs, seed=seed, max_stages=max_stages)
-    elif workload == "synthetic":
-        bank = synthetic_bank(
-            episodes, episode_jobs, seed=seed, n_executors=n_executors, load=load, max_tasks=max_tasks
-        )
-    else:
+    if workload not in ("tpch_like", "synthetic"):
         raise ValueError(f"dag workload must be 'tpch_like' or 'synthetic', got {workload!r}")
-    env = DAGEnv(DAGConfig(n_executors, max_slots, max_stages, idle_levels, max_events))
-    return env, env.make_params(bank, moving_delay=moving_delay, warmup_delay=warmup_delay)
+    section = setup.EnvSection(n_executors, max_slots, max_stages, idle_levels, max_events, moving_delay,
+                               warmup_delay)  # fmt: skip
+    jobs = setup.WorkloadSection(
+        workload, train_episodes=episodes, jobs_per_episode=episode_jobs, max_tasks=max_tasks,
+        load=load if workload == "synthetic" else None, bank_seed=seed, test_seed=seed + 1,
+    )  # fmt: skip
+    setup.check(section, jobs)
+    env = DAGEnv(section.dag_config())
+    return env, setup.build_params(env, section, jobs, "train")
 
 
 def deferrable_setup(
