@@ -181,21 +181,15 @@ def deferrable_setup(
     and the capacity curve's `amplitude` / `noise` override the preset's; `w_delay` is the delay penalty's
     weight ω1. `osdec` and `osdec-realtime` are the calibrated presets (`configs/osdec/paper_table1.yaml`,
     `paper_realtime.yaml`)."""
-    from jaxsched.envs.deferrable import DeferrableConfig, DeferrableEnv
-    from jaxsched.workloads.deferrable import generate_bank
-    from jaxsched.workloads.deferrable import preset as workload_preset
+    from jaxsched.envs.deferrable import DeferrableEnv, setup
 
-    knobs = {
-        "rate": rate,
-        "max_window": max_window,
-        "max_lead": max_lead,
-        "amplitude": amplitude,
-        "noise": noise,
-    }
-    over = {"horizon": horizon, "realtime": realtime} | {k: v for k, v in knobs.items() if v is not None}
-    wl = workload_preset(preset, **over)
-    env = DeferrableEnv(DeferrableConfig(pending_slots, running_slots, defer_negative))
-    return env, env.make_params(generate_bank(wl, episodes, seed), day=wl.day, w_delay=w_delay)
+    section = setup.EnvSection(pending_slots, running_slots, defer_negative, w_delay=w_delay)
+    jobs = setup.WorkloadSection(
+        preset, realtime, horizon, rate, max_lead=max_lead, max_window=max_window, amplitude=amplitude,
+        noise=noise, train_episodes=episodes, bank_seed=seed, test_seed=seed + 1,
+    )  # fmt: skip
+    env = DeferrableEnv(section.deferrable_config())
+    return env, setup.build_params(env, section, jobs, train=True)
 
 
 @dataclass(frozen=True)

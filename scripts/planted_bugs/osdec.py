@@ -3,7 +3,7 @@
 
 # ruff: noqa: E501  (the replaced lines are quoted whole)
 
-ENV = "jaxsched/envs/deferrable.py"
+ENV = "jaxsched/envs/deferrable/env.py"
 POLICIES = "jaxsched/policies/deferrable.py"
 T_ENV = "tests/test_deferrable_env.py"
 NN = "jaxsched/nn/osdec.py"

@@ -1,6 +1,6 @@
 """A plain-Python reference of OSDEC's deferrable-job cloud (shared/papers/003_*.txt §3–4).
 
-Written from the paper and the semantics in `jaxsched/envs/deferrable.py`'s docstring, not from the JAX
+Written from the paper and the semantics in `jaxsched/envs/deferrable/env.py`'s docstring, not from the JAX
 code: a list of job dicts, a sort, a loop. The differential tests drive it and `DeferrableEnv` with the
 same scores (one per job, looked up by job index) and compare rewards, the visible job sets and metrics.
 
