@@ -29,7 +29,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from jaxsched.experiments.config import EVAL_TAG, purpose_key
+from jaxsched.core.keys import EVAL_TAG, purpose_key
 from jaxsched.systems import load_run_config
 
 

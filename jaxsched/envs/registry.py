@@ -103,21 +103,16 @@ def gpu_locality_setup(
     of 2, 4, 8, 16, 32 GPUs weighted by `multi_gpu_weights`, run times capped at `max_runtime` s, the
     locality slowdowns' excess over 1 scaled by `slowdown_scale`. `sced2` sets them to the calibrated
     preset's values (`configs/sced2/paper_68.yaml`)."""
-    from jaxsched.envs.gpu_locality.env import GPULocalityConfig, GPULocalityEnv
-    from jaxsched.envs.gpu_locality.params import default_slowdown
-    from jaxsched.workloads.philly import PhillyConfig, generate_dlt_bank
+    from jaxsched.envs.gpu_locality import setup
+    from jaxsched.workloads.philly import generate_dlt_bank
 
-    env = GPULocalityEnv(GPULocalityConfig(n_servers, gpus_per_server, window, n_levels, auto_forward))
-    mix = tuple(zip((2, 4, 8, 16, 32), multi_gpu_weights, strict=True))
-    philly = PhillyConfig(
-        single_gpu_share=single_gpu_share,
-        arrival_scale=arrival_scale,
-        multi_gpu_mix=mix,
-        max_runtime=max_runtime,
-    )
-    bank, starts, ends = generate_dlt_bank(jax.random.key(seed), philly, episodes, episode_jobs)
-    slowdown = 1.0 + slowdown_scale * (default_slowdown(n_levels) - 1.0)
-    return env, env.make_params(bank, starts=starts, ends=ends, slowdown=slowdown)
+    section = setup.EnvSection(n_servers, gpus_per_server, window, n_levels, auto_forward,
+                               slowdown_scale=slowdown_scale)  # fmt: skip
+    jobs = setup.WorkloadSection(single_gpu_share=single_gpu_share, multi_gpu_weights=multi_gpu_weights,
+                                 arrival_scale=arrival_scale, max_runtime=max_runtime)  # fmt: skip
+    env = setup.make_env(section)
+    episodes = generate_dlt_bank(jax.random.key(seed), jobs.philly_config(), episodes, episode_jobs)
+    return env, setup.make_params(env, section, episodes)
 
 
 def dag_setup(

@@ -31,22 +31,7 @@ from typing import Any, ClassVar
 import yaml
 
 from jaxsched.core.checks import choices
-
-# Training seeds are `jax.random.split(key(seed), num_seeds)`, i.e. `fold_in(key(seed), i)` for small i.
-# Workload and evaluation keys fold a large purpose tag into their own seed instead, so no key is ever
-# used twice, even when `seed`, `bank_seed`, `test_seed` and `eval.seed` are equal.
-TRAIN_BANK_TAG = 1_000_003
-TEST_BANK_TAG = 1_000_033
-EVAL_TAG = 1_000_037
-VALIDATION_TAG = 1_000_039
-
-
-def purpose_key(seed: int, tag: int):
-    """The root key of one purpose (a workload bank, the evaluation episodes): `fold_in(key(seed), tag)`."""
-    import jax
-
-    return jax.random.fold_in(jax.random.key(seed), tag)
-
+from jaxsched.core.keys import EVAL_TAG, TEST_BANK_TAG, TRAIN_BANK_TAG, VALIDATION_TAG, purpose_key  # noqa: F401
 
 # Common spellings of a field, so a near-miss suggests the right key (e.g. learning_rate -> lr).
 ALIASES = {

@@ -35,7 +35,7 @@ def run_episode(env, env_params, policy, policy_params, key: jax.Array) -> dict[
 def eval_episode_keys(seed: int, episodes: int) -> jax.Array:
     """The keys of held-out episodes `0 .. episodes-1`: `purpose_key(seed, EVAL_TAG)` folded with the
     episode number, the same for every policy and training seed (paired evaluations)."""
-    from jaxsched.experiments.config import EVAL_TAG, purpose_key
+    from jaxsched.core.keys import EVAL_TAG, purpose_key
 
     root = purpose_key(seed, EVAL_TAG)
     return jax.vmap(lambda e: jax.random.fold_in(root, e))(jnp.arange(episodes))

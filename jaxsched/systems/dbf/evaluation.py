@@ -16,7 +16,7 @@ from __future__ import annotations
 import jax
 
 from jaxsched.agents.dbf import dbf_env
-from jaxsched.experiments.config import EVAL_TAG, purpose_key
+from jaxsched.core.keys import EVAL_TAG, purpose_key
 from jaxsched.experiments.evaluate import Evaluation, spread_windows
 from jaxsched.experiments.learner import learner_template
 from jaxsched.experiments.select import restore_selected

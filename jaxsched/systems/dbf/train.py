@@ -14,7 +14,7 @@ import jax
 import numpy as np
 
 from jaxsched.agents.ppo import PPO, PPOConfig
-from jaxsched.experiments.config import VALIDATION_TAG, purpose_key
+from jaxsched.core.keys import VALIDATION_TAG, purpose_key
 from jaxsched.experiments.evaluate import episodes_program
 from jaxsched.experiments.learner import Learner
 from jaxsched.experiments.select import ValidationSelector
