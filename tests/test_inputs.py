@@ -1,5 +1,5 @@
-"""`dbf.trace_split`, the guard against train/test leakage on one trace: training windows before a split
-in time, test windows after it, sizes from the fraction, and a clear error for impossible inputs."""
+"""`envs.hpc.setup.trace_split`, the guard against train/test leakage on one trace: training windows before
+a split in time, test windows after it, sizes from the fraction, and a clear error for impossible inputs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from jaxsched.agents.dbf import trace_split
+from jaxsched.envs.hpc.setup import trace_split
 
 
 def jobs_seen(starts, ends) -> set[int]:

@@ -12,8 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsched.agents.dbf import dbf_env
 from jaxsched.agents.ppo import PPO, ObsStats
+from jaxsched.envs.hpc.setup import REWARD_WEIGHTS, window_env
 from jaxsched.experiments.evaluate import run_episode
 from jaxsched.nn.inspector import InspectorActorCritic, inspector_features
 from jaxsched.policies.hpc import make_priority_policy, random_valid_policy
@@ -23,11 +23,9 @@ from jaxsched.workloads.lublin import LublinConfig, generate_bank
 
 @pytest.fixture(scope="module")
 def setup():
-    from jaxsched.agents.dbf import dbf_params
-
-    env = dbf_env(window=8, tail=0, n_cores=32, queue_capacity=64)
+    env = window_env(window=8, tail=0, n_cores=32, queue_capacity=64)
     bank, starts, ends = generate_bank(jax.random.key(3), LublinConfig(n_nodes=32), 4, 96)
-    params = dbf_params(env, bank, starts, ends, episode_jobs=64)
+    params = env.make_params(bank, starts=starts, ends=ends, episode_jobs=64, w=REWARD_WEIGHTS)
     base = make_priority_policy(env, "sjf", backfill=True)
     net = InspectorActorCritic(base, env.fwd_action + 1, (16, 16))
     return env, params, base, net

@@ -32,13 +32,11 @@ def hpc_setup(
 ):
     """The Deep Back-Filling HPC env (a `window`-slot split window, `tail` slots from the queue's tail)
     over `episodes` generated Lublin–Feitelson episodes of `2 × episode_jobs` jobs each."""
-    from jaxsched.envs.hpc import HPCConfig, HPCEnv
-    from jaxsched.workloads.lublin import LublinConfig, generate_bank
+    from jaxsched.envs.hpc import setup
+    from jaxsched.workloads.lublin import generate_bank
 
-    env = HPCEnv(
-        HPCConfig(n_cores, window_head=window - tail, window_tail=tail, queue_capacity=queue_capacity)
-    )
-    lublin = LublinConfig(n_nodes=n_cores, whole_sample=True, load_scale=float(load_scale))
+    env = setup.window_env(window, tail, n_cores, queue_capacity)
+    lublin = setup.lublin_config(setup.EnvSection(n_cores), setup.WorkloadSection(load_scale=load_scale))
     bank, starts, ends = generate_bank(jax.random.key(seed), lublin, episodes, 2 * episode_jobs)
     return env, env.make_params(bank, starts=starts, ends=ends, episode_jobs=episode_jobs)
 

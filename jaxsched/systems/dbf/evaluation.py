@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import jax
 
-from jaxsched.agents.dbf import dbf_env
 from jaxsched.core.keys import EVAL_TAG, purpose_key
+from jaxsched.envs.hpc.setup import window_env
 from jaxsched.experiments.evaluate import Evaluation, spread_windows
 from jaxsched.experiments.learner import learner_template
 from jaxsched.experiments.select import restore_selected
@@ -48,7 +48,7 @@ def restore(cfg: DBFConfig, name: str, env, train_params):
 def baselines(cfg: DBFConfig, env) -> list:
     """The heuristics in a head-only window of `eval.baseline_window` slots (one program)."""
     e = cfg.env
-    base_env = dbf_env(cfg.eval.baseline_window, 0, e.n_cores, e.queue_capacity, e.reward)
+    base_env = window_env(cfg.eval.baseline_window, 0, e.n_cores, e.queue_capacity, e.reward)
     policies = {b: make_priority_policy(base_env, b.removesuffix("_easy"), b.endswith("_easy"))
                 for b in cfg.eval.baselines}  # fmt: skip
     return [(base_env, policies, ())]
