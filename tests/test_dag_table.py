@@ -19,9 +19,9 @@ from test_dag_system import TINY, _quick_dict
 
 from jaxsched.cli import main
 from jaxsched.experiments.config import config_from_dict
-from jaxsched.experiments.evaluate import eval_episode_keys
+from jaxsched.experiments.evaluate import Replay
 from jaxsched.systems.dag.config import DAGSystemConfig, build_params, make_env
-from jaxsched.systems.dag.evaluation import evaluate_on
+from jaxsched.systems.dag.evaluation import EVALUATION
 from jaxsched.systems.dag.table import PAPER_TABLE1
 from jaxsched.workloads import dag_gen
 from jaxsched.workloads.dag_bank import MAX_TIME_MS, pad_bank
@@ -109,7 +109,9 @@ def test_fig5_sjf_equals_a_direct_run_at_that_job_count(run, table):
     cfg = cfg.replace(workload=dataclasses.replace(cfg.workload, jobs_per_episode=6))
     params = build_params(cfg, make_env(cfg), "test")
     assert params.bank.max_jobs == 6
-    results, _ = evaluate_on(cfg, params, eval_episode_keys(cfg.eval.seed, 2), ("sjf",))
+    replay = Replay.of(EVALUATION, cfg)
+    assert len(replay.episodes) == 2
+    results, _ = replay.run(params, baselines=("sjf",))
     for key in ("avg_jct", "makespan"):
         assert numbers["fig5"]["6"]["sjf"][key]["mean"] == pytest.approx(
             results["sjf"][key]["mean"], rel=1e-6

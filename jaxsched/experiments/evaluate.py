@@ -400,3 +400,53 @@ def _updates(step) -> str:
     if isinstance(step, list) and len(set(step)) == 1:
         step = step[0]  # every seed's last checkpoint
     return f"updates {step} (selected per seed)" if isinstance(step, list) else f"update {step}"
+
+
+# ---- replaying trained runs on other banks (the paper tables' sweeps) -----------------------------------
+
+
+@dataclass
+class Replay:
+    """A config's trained learners (`policies`: each seed's policy params, `{name: [S, ...]}`) and its
+    baselines, replayed on other params of the same env (a test bank regenerated at another load, job
+    count or arrival rate; padded to the same arrays, the programs compile once) with `jaxsched eval`'s
+    episodes and keys."""
+
+    ev: Evaluation
+    cfg: Any
+    env: Any  # the env played (`ev.env`): its params may come from any bank of its shapes
+    policies: dict
+    steps: dict
+    episodes: np.ndarray  # i32[E]: the test episodes played
+    keys: jax.Array  # [E] (or [S, E] with `ev.seeds`)
+
+    @classmethod
+    def of(cls, ev: Evaluation, cfg) -> Replay:
+        """Every learner of `cfg` that has checkpoints (its last or selected parameters, as `jaxsched eval`
+        restores them), on `cfg.eval.episodes` test episodes."""
+        env, train_params, test_params = (ev.learner.build if ev.build is None else ev.build)(cfg)[:3]
+        idx = ev.episodes(cfg, ev.n_test(cfg, test_params), None)
+        policies, steps = {}, {}
+        for name in ev.learner.names(cfg):
+            if (ev.learner.run_dir(cfg, name) / CHECKPOINT_DIR).is_dir():
+                policies[name], steps[name] = restore_policy(ev, cfg, name, env, train_params)
+        return cls(ev, cfg, ev.env(cfg, env), policies, steps, idx, ev.keys(cfg, len(idx)))
+
+    def run(self, params, learners=(), baselines=(), **eval_changes) -> tuple[dict, dict]:
+        """The baselines `baselines` (names of the config's `eval.baselines` kind; `eval_changes`: other
+        fields of its eval section for them), then those of `learners` that were trained, on `params`:
+        `({label: stats}, {label: {array output: [runs, E, ...]}})` (`summarize_runs`)."""
+        import dataclasses
+
+        cfg, ev, env, idx, keys = self.cfg, self.ev, self.env, self.episodes, self.keys
+        per = {}
+        if baselines:
+            c = cfg.replace(eval=dataclasses.replace(cfg.eval, baselines=tuple(baselines), **eval_changes))
+            per = play_baselines(ev, c, env, params, idx, keys)
+        for name in learners:
+            if name in self.policies:
+                per[ev.labels[name]] = play_learner(
+                    ev, cfg, name, env, params, self.policies[name], idx, keys
+                )
+        out = {label: summarize_runs(ev, m) for label, m in per.items()}
+        return {k: s for k, (s, _) in out.items()}, {k: a for k, (_, a) in out.items()}

@@ -1,5 +1,5 @@
 """The idle-slot DAG system's held-out evaluation, declared for the shared path (`experiments.evaluate.
-evaluate`), and `evaluate_on` for other banks of the same shapes (`jaxsched table dag`).
+evaluate`; `Replay` plays it on other banks of the same shapes for `jaxsched table dag`).
 
     jaxsched eval configs/dag/synthetic.yaml                                    # the baselines alone
     jaxsched eval configs/dag/synthetic.yaml --checkpoint runs/dag_synthetic    # every trained variant too
@@ -15,11 +15,7 @@ per policy label, in ms, −1 for a job that did not finish.
 
 from __future__ import annotations
 
-import dataclasses
-
-import numpy as np
-
-from jaxsched.experiments.evaluate import Evaluation, play_baselines, play_learner, summarize_runs
+from jaxsched.experiments.evaluate import Evaluation
 from jaxsched.experiments.system import Metric
 from jaxsched.policies.dag import make_heuristic
 from jaxsched.systems.dag.config import VARIANTS, DAGSystemConfig, make_env
@@ -77,21 +73,3 @@ EVALUATION = Evaluation(
     env=lambda cfg, env: make_env(cfg, jct=True),
     arrays=("jct",),
 )
-
-
-def evaluate_on(cfg: DAGSystemConfig, test_params, keys, baselines=(), nets=None) -> tuple[dict, dict]:
-    """The heuristics `baselines` and the trained variants `nets` (`{variant: network params [S, ...]}`,
-    `experiments.evaluate.restore_policy`) on episodes `0 .. len(keys)-1` of `test_params`: the config's
-    test bank, or any bank of its env's shapes (regenerated at another load or job count and padded to
-    the same arrays: the programs compile once). Returns `(results, jct)`: `{label: {metric: {mean, std,
-    per_seed, per_episode}}}` (the baselines, then the variants) and `{label: i32[runs, episodes, N]}`."""
-    env, episodes = make_env(cfg, jct=True), np.arange(keys.shape[0])
-    per = {}
-    if baselines:
-        c = cfg.replace(eval=dataclasses.replace(cfg.eval, baselines=tuple(baselines)))
-        per = play_baselines(EVALUATION, c, env, test_params, episodes, keys)
-    for variant, net_params in (nets or {}).items():
-        per[LEARNER_LABELS[variant]] = play_learner(EVALUATION, cfg, variant, env, test_params, net_params,
-                                                    episodes, keys)  # fmt: skip
-    out = {label: summarize_runs(EVALUATION, m) for label, m in per.items()}
-    return {k: s for k, (s, _) in out.items()}, {k: a["jct"] for k, (_, a) in out.items()}

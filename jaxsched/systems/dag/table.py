@@ -8,7 +8,7 @@ runs/<name>`, which writes `<run dir>/eval.json`). Table 1 reads those files; th
 first synthetic config's trained variants (each seed's last checkpoint, the policy sampled as `jaxsched
 eval` samples it) and heuristics on its test bank regenerated with one workload knob changed — the same
 `eval.episodes` episodes of the same generator seed, the same per-episode action keys — through the
-evaluator's own programs (`evaluation.evaluate_on`):
+evaluator's own programs (`experiments.evaluate.Replay`):
 
   * Table 1: a row per config, named by its `workload.source`: the average JCT of full / no_features /
     no_idle (mean ± std over seeds × episodes) beside the paper's (`PAPER_TABLE1`), each ablation over
@@ -40,15 +40,13 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxsched.experiments.evaluate import eval_episode_keys, first_episodes, restore_policy
-from jaxsched.experiments.learner import run_dir_of
+from jaxsched.experiments.evaluate import Replay
 from jaxsched.experiments.plots import plot_cdf_panels, plot_line_panels
 from jaxsched.experiments.report import DASH, machine_line, mean_std
 from jaxsched.experiments.stats import best_of
 from jaxsched.experiments.system import PaperTable
-from jaxsched.experiments.train import CHECKPOINT_DIR
-from jaxsched.systems.dag.config import DAGSystemConfig, build_dag, build_params, make_env
-from jaxsched.systems.dag.evaluation import EVALUATION, LEARNER_LABELS, evaluate_on
+from jaxsched.systems.dag.config import DAGSystemConfig, build_params, make_env
+from jaxsched.systems.dag.evaluation import EVALUATION, LEARNER_LABELS
 from jaxsched.workloads.dag_bank import pad_bank
 
 HELP = "the idle-slot DAG paper's Table 1 and Figs. 4–6 (loads, job counts, long-job length and rate)"
@@ -148,26 +146,26 @@ def table1(configs) -> tuple[list[str], dict]:
 # ---- re-evaluation ------------------------------------------------------------------------------------
 @dataclass
 class Reevaluator:
-    """A config's trained variants (`nets`: each seed's network) and its heuristics, played on its test
+    """A config's trained variants and its heuristics (`experiments.evaluate.Replay`), played on its test
     bank regenerated with workload changes: `eval.episodes` episodes, `jaxsched eval`'s keys."""
 
-    cfg: DAGSystemConfig
-    nets: dict
-    steps: dict
-    episodes: int
-    keys: object
+    replay: Replay
     shape: tuple[int, int]  # (jobs, templates) of the config's own test bank
 
     @classmethod
     def of(cls, cfg: DAGSystemConfig) -> Reevaluator:
-        env, train_params, test_params = build_dag(cfg)
-        episodes = len(first_episodes(cfg, EVALUATION.n_test(cfg, test_params), None))
-        nets, steps = {}, {}
-        for variant in cfg.agent.variants:
-            if (run_dir_of(cfg, variant) / CHECKPOINT_DIR).is_dir():
-                nets[variant], steps[variant] = restore_policy(EVALUATION, cfg, variant, env, train_params)
-        keys = eval_episode_keys(cfg.eval.seed, episodes)
-        return cls(cfg, nets, steps, episodes, keys, _shape(test_params))
+        return cls(Replay.of(EVALUATION, cfg), _shape(build_params(cfg, make_env(cfg), "test")))
+
+    @property
+    def cfg(self) -> DAGSystemConfig:
+        return self.replay.cfg
+
+    @property
+    def episodes(self) -> int:
+        return len(self.replay.episodes)
+
+    def trained(self, variants) -> list[str]:
+        return [v for v in variants if v in self.replay.policies]
 
     def bank(self, **workload):
         """The test params of the config with `workload` changes."""
@@ -175,10 +173,10 @@ class Reevaluator:
         return build_params(changed, make_env(changed), "test")
 
     def run(self, what: str, params, variants=(), baselines=()) -> tuple[dict, dict]:
-        """`evaluate_on` for those of `variants` that were trained and `baselines`; one progress line."""
-        nets = {v: self.nets[v] for v in variants if v in self.nets}
+        """`Replay.run` for those of `variants` that were trained and `baselines`: `(results, {label:
+        per-job JCTs})`; one progress line."""
         t0 = time.perf_counter()
-        results, jct = evaluate_on(self.cfg, params, self.keys, tuple(baselines), nets)
+        results, arrays = self.replay.run(params, variants, baselines)
         n = int(np.max(np.asarray(params.bank.n_jobs)))
         print(
             f"table dag: {self.cfg.name} {what}: {', '.join(results)} on {self.episodes} test episodes × "
@@ -186,7 +184,7 @@ class Reevaluator:
             file=sys.stderr,
             flush=True,
         )
-        return results, jct
+        return results, {label: a["jct"] for label, a in arrays.items()}
 
 
 def _shape(params) -> tuple[int, int]:
@@ -206,7 +204,7 @@ def _jcts(jct: np.ndarray) -> np.ndarray:
 
 # ---- Fig. 4 ---------------------------------------------------------------------------------------------
 def fig4(ev: Reevaluator, loads, out: Path) -> tuple[list[str], dict]:
-    variants = [v for v in FIG4_VARIANTS if v in ev.nets]
+    variants = ev.trained(FIG4_VARIANTS)
     baselines = _heuristics(ev.cfg, FIG4_DEFAULT, FIG5_BASELINE)
     panels, numbers, arrays = {}, {}, {}
     lines = [
@@ -250,7 +248,7 @@ def fig4(ev: Reevaluator, loads, out: Path) -> tuple[list[str], dict]:
 
 # ---- Fig. 5 ---------------------------------------------------------------------------------------------
 def fig5(ev: Reevaluator, jobs, out: Path) -> tuple[list[str], dict]:
-    variants = [v for v in FIG5_VARIANTS if v in ev.nets]
+    variants = ev.trained(FIG5_VARIANTS)
     baselines = _heuristics(ev.cfg, FIG4_DEFAULT, FIG5_BASELINE)
     banks = {n: ev.bank(jobs_per_episode=n) for n in jobs}
     # One shape for every job count, and the config's own when no sweep bank is larger (the programs of
@@ -302,7 +300,7 @@ def fig5(ev: Reevaluator, jobs, out: Path) -> tuple[list[str], dict]:
 def fig6(ev: Reevaluator, mus, rates, out: Path) -> tuple[list[str], dict]:
     w = ev.cfg.workload
     label = LEARNER_LABELS[FIG6_VARIANT]
-    if FIG6_VARIANT not in ev.nets:
+    if not ev.trained([FIG6_VARIANT]):
         return [f"## Fig. 6: skipped ({ev.cfg.name} has no trained {FIG6_VARIANT} variant)", ""], {}
     sweeps = {
         "mu": ("μ (s)", "μ: long jobs' mean length (s)", [(mu, dict(long_len_s=mu)) for mu in mus]),
@@ -371,7 +369,7 @@ def dag_table(config_paths, out_dir, loads=(), jobs=(), mus=(), rates=()) -> str
         lines += ["Figs. 4–6: skipped (no synthetic config given).", ""]
     elif loads or jobs or mus or rates:
         ev = Reevaluator.of(synthetic)
-        numbers["figures"] = {"config": synthetic.name, "episodes": ev.episodes, "updates": ev.steps}
+        numbers["figures"] = {"config": synthetic.name, "episodes": ev.episodes, "updates": ev.replay.steps}
         for name, wanted, fig in (
             ("fig4", loads, lambda: fig4(ev, loads, out)),
             ("fig5", jobs, lambda: fig5(ev, jobs, out)),

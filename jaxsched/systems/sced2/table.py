@@ -28,14 +28,14 @@ import jax
 import numpy as np
 
 from jaxsched.core.episode import trace_episode
-from jaxsched.experiments.evaluate import fixed_keys, play_learner, restore_policy
+from jaxsched.experiments.evaluate import Replay, restore_policy
 from jaxsched.experiments.learner import run_dir_of
 from jaxsched.experiments.plots import plot_grouped_bars, plot_lines
 from jaxsched.experiments.stats import best_of, favouring, opponent
 from jaxsched.experiments.system import PaperTable
 from jaxsched.policies.gpu_locality import make_heuristic
 from jaxsched.systems.sced2.config import SCED2Config, build_sced2
-from jaxsched.systems.sced2.evaluation import EVALUATION, LEARNER_LABELS, baseline_label, run_heuristics
+from jaxsched.systems.sced2.evaluation import EVALUATION, LEARNER_LABELS, baseline_label
 from jaxsched.systems.sced2.train import dqn_for
 
 HELP = "SCED² paper figures: Fig. 7 per 1-GPU share, Fig. 8 interval sweep, Fig. 9/10, Table III"
@@ -127,22 +127,19 @@ def fig7(configs, out: Path) -> list[str]:
 
 
 def fig8(cfg: SCED2Config, intervals, out: Path) -> list[str]:
-    """Re-evaluate the config's learners (seed mean) and baselines on test traces with scaled gaps."""
+    """Re-evaluate the config's learners (seed mean) and J-window baselines on test traces with scaled
+    gaps (`jaxsched eval`'s episodes, `experiments.evaluate.Replay`)."""
     series: dict[str, list] = {}
+    replay = Replay.of(EVALUATION, cfg)
     for factor in intervals:
         gaps = cfg.workload.arrival_scale * factor
         scaled = cfg.replace(workload=dataclasses.replace(cfg.workload, arrival_scale=gaps))
-        env, train_params, test_params = build_sced2(scaled)
-        episodes = int(test_params.starts.shape[0])
-        for name, m in run_heuristics(env, test_params, cfg.eval.baselines, episodes).items():
-            series.setdefault(name, []).append(float(m["avg_effectiveness"].mean()))
-        for network in cfg.agent.networks:
-            if not (run_dir_of(cfg, network) / "checkpoints").is_dir():
-                continue
-            q, _ = restore_policy(EVALUATION, cfg, network, env, train_params)
-            m = play_learner(EVALUATION, cfg, network, env, test_params, q, np.arange(episodes),
-                             fixed_keys(episodes))  # fmt: skip
-            series.setdefault(LEARNER_LABELS[network], []).append(float(m["avg_effectiveness"].mean()))
+        _, _, test_params = build_sced2(scaled)
+        results, _ = replay.run(
+            test_params, cfg.agent.networks, cfg.eval.baselines, baseline_windows=("window",)
+        )
+        for name, r in results.items():
+            series.setdefault(name, []).append(float(r["avg_effectiveness"]["mean"]))
     x = [cfg.workload.mean_interarrival * cfg.workload.arrival_scale * f for f in intervals]
     (out / "fig8.json").write_text(
         json.dumps({"mean_interarrival_s": x, "avg_effectiveness": series}, indent=2)
