@@ -32,7 +32,6 @@ leaves a figure out. One line per re-evaluation goes to stderr.
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 import time
 from dataclasses import dataclass
@@ -41,8 +40,15 @@ from pathlib import Path
 import numpy as np
 
 from jaxsched.experiments.evaluate import Replay
+from jaxsched.experiments.paper import (
+    Report,
+    config_arguments,
+    evaluated_configs,
+    parse_numbers,
+    print_written,
+)
 from jaxsched.experiments.plots import plot_cdf_panels, plot_line_panels
-from jaxsched.experiments.report import DASH, machine_line, mean_std
+from jaxsched.experiments.report import DASH, mean_std
 from jaxsched.experiments.stats import best_of
 from jaxsched.experiments.system import PaperTable
 from jaxsched.systems.dag.config import DAGSystemConfig, build_params, make_env
@@ -71,13 +77,6 @@ FIG6_VARIANT = "full"
 FIG6_STD_FRAC = 1 / 6  # σ = μ/6
 FIG6_METRICS = (("idle_per_delayed", "idle / delayed stage"), ("idle_per_selection", "idle / selection"))
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
-
-
-def _load(path) -> tuple[DAGSystemConfig, dict]:
-    from jaxsched.experiments.evaluate import load_evaluated
-    from jaxsched.systems.dag import SYSTEM
-
-    return load_evaluated(path, SYSTEM)
 
 
 def _mean_std(entry: dict) -> dict:
@@ -354,50 +353,33 @@ def fig6(ev: Reevaluator, mus, rates, out: Path) -> tuple[list[str], dict]:
 # ---- the command ----------------------------------------------------------------------------------------
 def dag_table(config_paths, out_dir, loads=(), jobs=(), mus=(), rates=()) -> str:
     """Table 1 and Figs. 4–6 (module docstring) into `out_dir`; returns table.md's text."""
-    out = Path(out_dir)
-    configs = [_load(p) for p in config_paths]
-    if not configs:
-        raise ValueError("table dag: give at least one config")
-    out.mkdir(parents=True, exist_ok=True)
-    machine, info = machine_line()
-    lines = [f"# Idle-slot DAG scheduling: {', '.join(c.name for c, _ in configs)}", "", machine, ""]
-    t1_lines, t1 = table1(configs)
-    lines += t1_lines
-    numbers: dict = {"machine": info, "table1": t1}
+    from jaxsched.systems.dag import SYSTEM
+
+    configs = evaluated_configs(config_paths, SYSTEM)
+    report = Report.start(out_dir, f"Idle-slot DAG scheduling: {', '.join(c.name for c, _ in configs)}")
+    report.add("table1", table1(configs))
     synthetic = next((c for c, _ in configs if c.workload.source == "synthetic"), None)
     if synthetic is None and (loads or jobs or mus or rates):
-        lines += ["Figs. 4–6: skipped (no synthetic config given).", ""]
+        report.add(None, (["Figs. 4–6: skipped (no synthetic config given).", ""], None))
     elif loads or jobs or mus or rates:
         ev = Reevaluator.of(synthetic)
-        numbers["figures"] = {"config": synthetic.name, "episodes": ev.episodes, "updates": ev.replay.steps}
-        for name, wanted, fig in (
-            ("fig4", loads, lambda: fig4(ev, loads, out)),
-            ("fig5", jobs, lambda: fig5(ev, jobs, out)),
-            ("fig6", mus or rates, lambda: fig6(ev, mus, rates, out)),
-        ):
-            if wanted:
-                fig_lines, numbers[name] = fig()
-                lines += fig_lines
-    text = "\n".join(lines)
-    (out / "table.md").write_text(text)
-    (out / "table.json").write_text(json.dumps(numbers, indent=2))
-    return text
-
-
-def _floats(text: str, flag: str, integer: bool = False) -> list:
-    try:
-        values = [(int if integer else float)(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"{flag} must be a comma-separated list of {'integers' if integer else 'numbers'}, "
-                         f"got {text!r}") from None  # fmt: skip
-    if any(not v > 0 for v in values):
-        raise ValueError(f"{flag} must be positive, got {text!r}")
-    return values
+        report.numbers["figures"] = {
+            "config": synthetic.name,
+            "episodes": ev.episodes,
+            "updates": ev.replay.steps,
+        }
+        out = report.out
+        if loads:
+            report.add("fig4", fig4(ev, loads, out))
+        if jobs:
+            report.add("fig5", fig5(ev, jobs, out))
+        if mus or rates:
+            report.add("fig6", fig6(ev, mus, rates, out))
+    return report.write()
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("configs", nargs="+", help="trained and evaluated dag configs (jaxsched eval first)")
-    parser.add_argument("--out", required=True, help="folder for table.md, table.json and the figures")
+    config_arguments(parser, "dag", "table.md, table.json and the figures")
     parser.add_argument(
         "--loads", default="0.6,0.8", help="Fig. 4: loads of the JCT CDFs (default 0.6,0.8; '' leaves it out)"
     )
@@ -416,11 +398,9 @@ def run_from_args(args) -> int:
     text = dag_table(
         args.configs,
         args.out,
-        loads=_floats(args.loads, "--loads"),
-        jobs=_floats(args.jobs, "--jobs", integer=True),
-        mus=_floats(args.mus, "--mus"),
-        rates=_floats(args.rates, "--rates"),
+        loads=parse_numbers(args.loads, "--loads"),
+        jobs=parse_numbers(args.jobs, "--jobs", integer=True),
+        mus=parse_numbers(args.mus, "--mus"),
+        rates=parse_numbers(args.rates, "--rates"),
     )
-    print(text)
-    print(f"written to {args.out}/")
-    return 0
+    return print_written(text, args.out)

@@ -39,6 +39,7 @@ import numpy as np
 
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
 from jaxsched.agents.das import PRESETS
+from jaxsched.experiments.paper import parse_numbers
 from jaxsched.experiments.report import claim_table_lines
 from jaxsched.experiments.stats import (
     claim_verdict,
@@ -330,18 +331,6 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", default=None, help="also write every number as JSON here")
 
 
-def _parse_list(text: str, kind, allowed=None, what="value") -> list:
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    try:
-        values = [kind(t) for t in items]
-    except ValueError:
-        raise ValueError(f"{what}: could not read {text!r} as a comma list") from None
-    bad = [v for v in values if allowed is not None and v not in allowed]
-    if bad:
-        raise ValueError(f"{what}: unknown {bad} (choose from {', '.join(allowed)})")
-    return values
-
-
 def _plain(row: dict) -> dict:
     return {k: np.asarray(v).tolist() for k, v in row.items()}
 
@@ -350,10 +339,12 @@ def run_from_args(args) -> int:
     from rich.console import Console
     from rich.markdown import Markdown
 
-    planners = _parse_list(args.planners, str, PLANNERS, "--planners")
-    loads = _parse_list(args.loads, float, None, "--loads")
-    if any(x <= 0 for x in loads):
-        raise ValueError(f"--loads must be positive multipliers, got {loads}")
+    planners = [p.strip() for p in args.planners.split(",") if p.strip()]
+    if set(planners) - set(PLANNERS):
+        raise ValueError(
+            f"--planners: unknown {sorted(set(planners) - set(PLANNERS))} (choose from mosa, malo)"
+        )
+    loads = parse_numbers(args.loads, "--loads")
     if args.runs and args.latency:
         raise ValueError("--latency does not depend on the weights: run it without --runs")
     if args.config is not None:

@@ -35,8 +35,9 @@ import numpy as np
 from jaxsched.core.episode import trace_episode
 from jaxsched.experiments.evaluate import eval_episode_keys, restore_policy
 from jaxsched.experiments.learner import run_dir_of
+from jaxsched.experiments.paper import Report, config_arguments, evaluated_configs, print_written
 from jaxsched.experiments.plots import plot_lines
-from jaxsched.experiments.report import DASH, machine_line, mean_std
+from jaxsched.experiments.report import DASH, mean_std
 from jaxsched.experiments.system import PaperTable
 from jaxsched.experiments.train import CHECKPOINT_DIR
 from jaxsched.policies.deferrable import make_heuristic
@@ -281,51 +282,31 @@ def episode_figure(cfg: OSDECConfig, episode: int, out: Path) -> tuple[list[str]
 # ---- the command ----------------------------------------------------------------------------------------
 def osdec_table(config_paths, out_dir, episode: int = 0) -> str:
     """Tables 1, 2, 4 and the episode figure (module docstring) into `out_dir`; returns table.md's text."""
-    from jaxsched.experiments.evaluate import load_evaluated
     from jaxsched.systems.osdec import SYSTEM
 
-    configs = [load_evaluated(p, SYSTEM) for p in config_paths]
-    if not configs:
-        raise ValueError("table osdec: give at least one config")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    machine, info = machine_line()
-    lines = [f"# OSDEC: {', '.join(c.name for c, _ in configs)}", "", machine, ""]
-    numbers: dict = {"machine": info}
+    configs = evaluated_configs(config_paths, SYSTEM)
+    report = Report.start(out_dir, f"OSDEC: {', '.join(c.name for c, _ in configs)}")
     deferrable = [c for c in configs if not c[0].workload.realtime]
     realtime = [c for c in configs if c[0].workload.realtime]
     if deferrable:
-        t1_lines, numbers["table1"] = table1(*deferrable[0])
-        lines += t1_lines
+        report.add("table1", table1(*deferrable[0]))
     pair = next(((d, r) for d in deferrable for r in realtime
                  if d[0].workload.preset == r[0].workload.preset), None)  # fmt: skip
     if pair is not None:
-        t2_lines, numbers["table2"] = table2(*pair)
-        lines += t2_lines
+        report.add("table2", table2(*pair))
     cases = list({c.workload.preset: (c, r) for c, r in reversed(deferrable)
                   if c.workload.preset in TABLE4_PRESETS}.values())  # fmt: skip
     if cases:
-        t4_lines, numbers["table4"] = table4(cases)
-        lines += t4_lines
+        report.add("table4", table4(cases))
     if deferrable:
-        ep_lines, numbers["episode"] = episode_figure(deferrable[0][0], episode, out)
-        lines += ep_lines
-    text = "\n".join(lines)
-    (out / "table.md").write_text(text)
-    (out / "table.json").write_text(json.dumps(numbers, indent=2))
-    return text
+        report.add("episode", episode_figure(deferrable[0][0], episode, report.out))
+    return report.write()
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument(
-        "configs", nargs="+", help="trained and evaluated osdec configs (jaxsched eval first)"
-    )
-    parser.add_argument("--out", required=True, help="folder for table.md, table.json and episode.png")
+    config_arguments(parser, "osdec", "table.md, table.json and episode.png")
     parser.add_argument("--episode", type=int, default=0, help="the test episode drawn (default 0)")
 
 
 def run_from_args(args) -> int:
-    text = osdec_table(args.configs, args.out, episode=args.episode)
-    print(text)
-    print(f"written to {args.out}/")
-    return 0
+    return print_written(osdec_table(args.configs, args.out, episode=args.episode), args.out)

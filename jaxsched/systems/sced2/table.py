@@ -30,6 +30,13 @@ import numpy as np
 from jaxsched.core.episode import trace_episode
 from jaxsched.experiments.evaluate import Replay, restore_policy
 from jaxsched.experiments.learner import run_dir_of
+from jaxsched.experiments.paper import (
+    Report,
+    config_arguments,
+    evaluated_configs,
+    parse_numbers,
+    print_written,
+)
 from jaxsched.experiments.plots import plot_grouped_bars, plot_lines
 from jaxsched.experiments.stats import best_of, favouring, opponent
 from jaxsched.experiments.system import PaperTable
@@ -63,14 +70,6 @@ FIG7_METRICS = (
     ("makespan", "makespan (s)", ",.0f"),
     ("avg_jct", "avg JCT (s)", ",.0f"),
 )
-
-
-def _load(path) -> tuple[SCED2Config, dict]:
-    """A config and `{policy: {metric: {...}}}` of its learners and baselines (from their eval.json)."""
-    from jaxsched.experiments.evaluate import load_evaluated
-    from jaxsched.systems.sced2 import SYSTEM
-
-    return load_evaluated(path, SYSTEM)
 
 
 def _ms(entry: dict) -> tuple[float, float]:
@@ -257,36 +256,25 @@ def fig10_and_table3(cfg: SCED2Config, results: dict, out: Path) -> list[str]:
 
 
 def sced2_table(config_paths, out_dir, intervals=()) -> str:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    configs = [_load(p) for p in config_paths]
-    if not configs:
-        raise ValueError("table sced2: give at least one config")
+    from jaxsched.systems.sced2 import SYSTEM
+
+    configs = evaluated_configs(config_paths, SYSTEM)
     cfg, results = configs[0]
-    lines = [f"# SCED²: {', '.join(c.name for c, _ in configs)}", ""]
-    lines += fig7(configs, out)
+    report = Report.start(out_dir, f"SCED²: {', '.join(c.name for c, _ in configs)}")
+    report.add(None, (fig7(configs, report.out), None))
     if intervals:
-        lines += fig8(cfg, intervals, out)
-    lines += fig9(cfg, results, out)
+        report.add(None, (fig8(cfg, intervals, report.out), None))
+    report.add(None, (fig9(cfg, results, report.out), None))
     if _learners(results):
-        lines += fig10_and_table3(cfg, results, out)
-    text = "\n".join(lines)
-    (out / "table.md").write_text(text)
-    return text
+        report.add(None, (fig10_and_table3(cfg, results, report.out), None))
+    return report.write()
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument(
-        "configs", nargs="+", help="trained and evaluated sced2 configs (jaxsched eval first)"
-    )
-    parser.add_argument("--out", required=True, help="folder for table.md and the figures")
+    config_arguments(parser, "sced2", "table.md and the figures")
     parser.add_argument("--intervals", default="", help="Fig. 8: arrival-gap factors, e.g. 0.5,1,2,4")
 
 
 def run_from_args(args) -> int:
-    intervals = [float(x) for x in args.intervals.split(",") if x.strip()]
-    if any(not f > 0 for f in intervals):
-        raise ValueError(f"--intervals must be positive factors, got {args.intervals!r}")
-    print(sced2_table(args.configs, args.out, intervals))
-    print(f"written to {args.out}/")
-    return 0
+    intervals = parse_numbers(args.intervals, "--intervals")
+    return print_written(sced2_table(args.configs, args.out, intervals), args.out)

@@ -1,0 +1,83 @@
+"""What every paper-table command shares (`jaxsched table <kind>`): the evaluated configs it reads, the
+report it writes (`table.md` under a machine line, `table.json` with the numbers, figures beside them),
+its arguments and its comma lists.
+
+    configs = evaluated_configs(paths, SYSTEM)          # [(cfg, eval.json results)]
+    report = Report.start(out_dir, "DAG: synthetic")   # table.md's title and machine line
+    report.add("table1", table1(configs))              # a section: (markdown lines, numbers)
+    text = report.write()
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jaxsched.experiments.report import machine_line, write_json
+
+
+def evaluated_configs(paths, system) -> list[tuple]:
+    """`[(config, {label: {metric: stats}})]` of trained and evaluated configs (`load_evaluated`); none is
+    a `ValueError`."""
+    from jaxsched.experiments.evaluate import load_evaluated
+
+    if not paths:
+        raise ValueError(f"table {system.kind}: give at least one config")
+    return [load_evaluated(p, system) for p in paths]
+
+
+@dataclass
+class Report:
+    """A paper-table report under construction: markdown `lines` and JSON `numbers` for `out`."""
+
+    out: Path
+    lines: list = field(default_factory=list)
+    numbers: dict = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, out_dir, title: str) -> Report:
+        """An empty report in `out_dir` (made) headed by `title` and the machine it is measured on."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        machine, info = machine_line()
+        return cls(out, [f"# {title}", "", machine, ""], {"machine": info})
+
+    def add(self, name: str | None, section: tuple[list[str], object]) -> None:
+        """Append a section's `(lines, numbers)`; its numbers under `name` (None: lines only)."""
+        lines, numbers = section
+        self.lines += lines
+        if name is not None:
+            self.numbers[name] = numbers
+
+    def write(self) -> str:
+        """`table.md` and `table.json` in `out`; returns the markdown."""
+        text = "\n".join(self.lines)
+        (self.out / "table.md").write_text(text)
+        write_json(str(self.out / "table.json"), self.numbers)
+        return text
+
+
+def config_arguments(parser, kind: str, files: str) -> None:
+    """The trained and evaluated configs and `--out` (the folder for `files`)."""
+    parser.add_argument(
+        "configs", nargs="+", help=f"trained and evaluated {kind} configs (jaxsched eval first)"
+    )
+    parser.add_argument("--out", required=True, help=f"folder for {files}")
+
+
+def print_written(text: str, out) -> int:
+    print(text)
+    print(f"written to {out}/")
+    return 0
+
+
+def parse_numbers(text: str, flag: str, integer: bool = False) -> list:
+    """A comma list of positive numbers (`--loads 0.6,0.8`); "" is none; anything else names `flag`."""
+    kind = "integers" if integer else "numbers"
+    try:
+        values = [(int if integer else float)(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"{flag} must be a comma-separated list of {kind}, got {text!r}") from None
+    if any(not v > 0 for v in values):
+        raise ValueError(f"{flag} must be positive, got {text!r}")
+    return values
