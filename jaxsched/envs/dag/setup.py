@@ -18,7 +18,8 @@ differ), so the test episodes are new arrivals of new jobs: for `synthetic` and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 from jaxsched.core.checks import at_least, in_unit_interval, positive
 from jaxsched.envs.dag.params import DAGConfig
@@ -126,8 +127,6 @@ class WorkloadSection:
             )
 
 
-
-
 def check(env: EnvSection, workload: WorkloadSection) -> None:
     """The env's shapes hold the workload's DAGs; a `ValueError` naming the fields when they do not."""
     w, e = workload, env
@@ -193,3 +192,17 @@ def _bank(e: EnvSection, w: WorkloadSection, n_episodes: int, seed: int):
         n_episodes, n, seed=seed, alpha=w.alpha, n_executors=e.n_executors, load=w.load,
         tpch_npz=w.tpch_npz, max_stages=e.max_stages, **synth,
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DAGSetup:
+    """The env and workload sections of any experiment on this cluster (a config class derives from it)."""
+
+    PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.tpch_npz",)
+
+    env: EnvSection = field(default_factory=EnvSection)
+    workload: WorkloadSection = field(default_factory=WorkloadSection)
+
+    def __post_init__(self):
+        getattr(super(), "__post_init__", lambda: None)()  # an experiment config's own checks first
+        check(self.env, self.workload)

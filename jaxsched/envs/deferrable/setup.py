@@ -20,7 +20,8 @@ time: training from the days before `trace_test_from_day`, testing from that day
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 from jaxsched.core.checks import at_least
 from jaxsched.envs.deferrable.env import DeferrableConfig
@@ -137,3 +138,13 @@ def build_params(env, section: EnvSection, workload: WorkloadSection, train: boo
     else:
         bank = generate_bank(w.generator(), w.test_episodes, w.test_seed)
     return env.make_params(bank, day=w.day, w_delay=e.w_delay, w_violation=e.w_violation)
+
+
+@dataclass(frozen=True)
+class DeferrableSetup:
+    """The env and workload sections of any experiment on this cloud (a config class derives from it)."""
+
+    PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.trace",)
+
+    env: EnvSection = field(default_factory=EnvSection)
+    workload: WorkloadSection = field(default_factory=WorkloadSection)

@@ -18,7 +18,8 @@ consecutive and do not overlap (App. D: 1,000 jobs each).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import jax
 import numpy as np
@@ -195,3 +196,14 @@ def build(cluster: ClusterSection, env: EnvSection, workload: WorkloadSection):
     train_params = make_params(gpu_cloud, train, cluster, env)
     test_params = make_params(gpu_cloud, test, cluster, env, starts=test_starts)
     return gpu_cloud, train_params, test_params, test_starts, note
+
+
+@dataclass(frozen=True)
+class GPUCloudSetup:
+    """The cluster, env and workload sections of any experiment on this cloud (a config derives from it)."""
+
+    PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.job_csv", "workload.task_csv", "workload.group_tag_csv")
+
+    cluster: ClusterSection = field(default_factory=ClusterSection)
+    env: EnvSection = field(default_factory=EnvSection)
+    workload: WorkloadSection = field(default_factory=WorkloadSection)

@@ -17,7 +17,8 @@ timeline (the first job of an episode arrives at its time 0).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 from jaxsched.core.checks import at_least, in_unit_interval, positive
 from jaxsched.core.keys import TEST_BANK_TAG, TRAIN_BANK_TAG, purpose_key
@@ -180,3 +181,23 @@ def build(section: EnvSection, workload: WorkloadSection):
         train = _episodes(bank, 0, w.train_episodes, w.jobs_per_episode)
         test = _episodes(bank, w.train_episodes * w.jobs_per_episode, w.test_episodes, w.jobs_per_episode)
     return env, make_params(env, section, train), make_params(env, section, test)
+
+
+@dataclass(frozen=True)
+class GPULocalitySetup:
+    """The env and workload sections of any experiment on this cluster (a config class derives from it)."""
+
+    PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.path",)
+
+    env: EnvSection = field(default_factory=EnvSection)
+    workload: WorkloadSection = field(default_factory=WorkloadSection)
+
+    def __post_init__(self):
+        getattr(super(), "__post_init__", lambda: None)()  # an experiment config's own checks first
+        widest = max(self.workload.multi_gpu_sizes, default=1)
+        gpus = self.env.n_servers * self.env.gpus_per_server
+        if self.workload.source == "philly" and widest > gpus:
+            raise ValueError(
+                f"workload.multi_gpu_sizes: a {widest}-GPU job is wider than the cluster's {gpus} GPUs "
+                f"(env.n_servers × env.gpus_per_server)"
+            )

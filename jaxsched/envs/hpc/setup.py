@@ -15,8 +15,9 @@ share `runtime_norm` (the training jobs' largest requested time), so observation
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import ClassVar
 
 import numpy as np
 
@@ -188,3 +189,17 @@ def build(env: EnvSection, workload: WorkloadSection):
                                max_steps=e.max_steps, w=e.reward_weights, runtime_norm=norm)  # fmt: skip
 
     return hpc, params(train_bank, *train), params(test_bank, *test)
+
+
+@dataclass(frozen=True)
+class HPCSetup:
+    """The env and workload sections of any experiment on this cluster (a config class derives from it)."""
+
+    PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.path",)
+
+    env: EnvSection = field(default_factory=EnvSection)
+    workload: WorkloadSection = field(default_factory=WorkloadSection)
+
+    def __post_init__(self):
+        getattr(super(), "__post_init__", lambda: None)()  # an experiment config's own checks first
+        check(self.env, self.workload)

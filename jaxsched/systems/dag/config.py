@@ -29,7 +29,7 @@ from jaxsched.agents.reinforce import ReinforceConfig
 from jaxsched.core.checks import at_least
 from jaxsched.envs.dag import setup
 from jaxsched.envs.dag.env import DAGEnv
-from jaxsched.envs.dag.setup import EnvSection, WorkloadSection, check
+from jaxsched.envs.dag.setup import DAGSetup
 from jaxsched.experiments.config import ExperimentConfig, SampledEval
 from jaxsched.policies.dag import HEURISTICS
 
@@ -96,21 +96,14 @@ class EvalSection(SampledEval):
 
 
 @dataclass(frozen=True)
-class DAGSystemConfig(ExperimentConfig):
-    """An idle-slot DAG experiment (`kind: dag`)."""
+class DAGSystemConfig(DAGSetup, ExperimentConfig):
+    """An idle-slot DAG experiment (`kind: dag`): the cluster's env and workload sections and these."""
 
     KIND: ClassVar[str] = KIND
-    PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.tpch_npz",)
 
-    env: EnvSection = field(default_factory=EnvSection)
-    workload: WorkloadSection = field(default_factory=WorkloadSection)
     agent: AgentSection = field(default_factory=AgentSection)
     reinforce: ReinforceConfig = field(default_factory=dag_reinforce_config)
     eval: EvalSection = field(default_factory=EvalSection)
-
-    def __post_init__(self):
-        super().__post_init__()
-        check(self.env, self.workload)
 
 
 def make_env(cfg: DAGSystemConfig, jct: bool = False):

@@ -26,7 +26,7 @@ from typing import ClassVar
 
 from jaxsched.agents.das import PRESETS, DASAgentConfig
 from jaxsched.agents.mappo import MAPPOConfig
-from jaxsched.envs.gpu_cloud.setup import ClusterSection, EnvSection, WorkloadSection, build
+from jaxsched.envs.gpu_cloud.setup import GPUCloudSetup, build
 from jaxsched.experiments.config import ExperimentConfig, config_from_dict, load_config
 from jaxsched.experiments.select import SELECT
 from jaxsched.policies.gpu_cloud import HEURISTICS, LABELS
@@ -91,19 +91,15 @@ class AgentSection:
 
 
 @dataclass(frozen=True)
-class DASConfig(ExperimentConfig):
-    """A DAS experiment (`kind: das`)."""
+class DASConfig(GPUCloudSetup, ExperimentConfig):
+    """A DAS experiment (`kind: das`): the cloud's cluster, env and workload sections and these."""
 
     KIND: ClassVar[str] = KIND
-    PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.job_csv", "workload.task_csv", "workload.group_tag_csv")
     NOT_SETTINGS: ClassVar[dict[str, str]] = {"mappo.agent": "the networks are set in the agent section"}
     # `agent.variants` may grow on resume: each variant is its own run directory.
     RESUME_MAY_DIFFER: ClassVar[tuple[str, ...]] = (*ExperimentConfig.RESUME_MAY_DIFFER, "agent.variants")
 
     name: str = "das"
-    cluster: ClusterSection = field(default_factory=ClusterSection)
-    env: EnvSection = field(default_factory=EnvSection)
-    workload: WorkloadSection = field(default_factory=WorkloadSection)
     eval: EvalSection = field(default_factory=EvalSection)
     agent: AgentSection = field(default_factory=AgentSection)
     mappo: MAPPOConfig = field(default_factory=MAPPOConfig)

@@ -22,7 +22,7 @@ from typing import ClassVar
 from jaxsched.agents.dbf import dbf_ppo_config
 from jaxsched.agents.ppo import PPOConfig
 from jaxsched.core.checks import at_least
-from jaxsched.envs.hpc.setup import EnvSection, WorkloadSection, build, check
+from jaxsched.envs.hpc.setup import HPCSetup, build
 from jaxsched.experiments.config import ExperimentConfig, config_from_dict
 
 NETWORKS = ("mlp", "inspector")
@@ -95,21 +95,17 @@ class EvalSection:
 
 
 @dataclass(frozen=True)
-class DBFConfig(ExperimentConfig):
-    """A Deep Back-Filling experiment (`kind: dbf`)."""
+class DBFConfig(HPCSetup, ExperimentConfig):
+    """A Deep Back-Filling experiment (`kind: dbf`): the cluster's env and workload sections and these."""
 
     KIND: ClassVar[str] = "dbf"
-    PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.path",)
 
-    env: EnvSection = field(default_factory=EnvSection)
-    workload: WorkloadSection = field(default_factory=WorkloadSection)
     agent: AgentSection = field(default_factory=AgentSection)
     ppo: PPOConfig = field(default_factory=dbf_ppo_config)
     eval: EvalSection = field(default_factory=EvalSection)
 
     def __post_init__(self):
         super().__post_init__()
-        check(self.env, self.workload)
         if self.workload.source == "lublin" and self.eval.episodes > self.workload.test_episodes:
             raise ValueError(
                 f"eval.episodes ({self.eval.episodes}) must be <= workload.test_episodes "

@@ -33,7 +33,7 @@ from typing import ClassVar
 
 from jaxsched.agents.ppo import PPOConfig
 from jaxsched.core.checks import choices, positive
-from jaxsched.envs.deferrable.setup import EnvSection, WorkloadSection, build_params
+from jaxsched.envs.deferrable.setup import DeferrableSetup, build_params
 from jaxsched.experiments.config import ExperimentConfig, SampledEval
 from jaxsched.policies.deferrable import HEURISTICS
 
@@ -113,14 +113,11 @@ class EvalSection(SampledEval):
 
 
 @dataclass(frozen=True)
-class OSDECConfig(ExperimentConfig):
-    """An OSDEC experiment (`kind: osdec`)."""
+class OSDECConfig(DeferrableSetup, ExperimentConfig):
+    """An OSDEC experiment (`kind: osdec`): the cloud's env and workload sections and these."""
 
     KIND: ClassVar[str] = KIND
-    PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.trace",)
 
-    env: EnvSection = field(default_factory=EnvSection)
-    workload: WorkloadSection = field(default_factory=WorkloadSection)
     agent: AgentSection = field(default_factory=AgentSection)
     ppo: PPOConfig = field(default_factory=osdec_ppo_config)
     eval: EvalSection = field(default_factory=EvalSection)

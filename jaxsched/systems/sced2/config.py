@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from jaxsched.agents.dqn import DQNConfig
 from jaxsched.core.checks import at_least
-from jaxsched.envs.gpu_locality.setup import EnvSection, WorkloadSection, build, make_env
+from jaxsched.envs.gpu_locality.setup import GPULocalitySetup, build, make_env
 from jaxsched.experiments.config import ExperimentConfig, HeldOutEval
 from jaxsched.policies.gpu_locality import HEURISTICS
 
@@ -102,27 +102,14 @@ class EvalSection(HeldOutEval):
 
 
 @dataclass(frozen=True)
-class SCED2Config(ExperimentConfig):
-    """A SCED² experiment (`kind: sced2`)."""
+class SCED2Config(GPULocalitySetup, ExperimentConfig):
+    """A SCED² experiment (`kind: sced2`): the cluster's env and workload sections and these."""
 
     KIND: ClassVar[str] = KIND
-    PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.path",)
 
-    env: EnvSection = field(default_factory=EnvSection)
-    workload: WorkloadSection = field(default_factory=WorkloadSection)
     agent: AgentSection = field(default_factory=AgentSection)
     dqn: DQNConfig = field(default_factory=sced2_dqn_config)
     eval: EvalSection = field(default_factory=EvalSection)
-
-    def __post_init__(self):
-        super().__post_init__()
-        widest = max(self.workload.multi_gpu_sizes, default=1)
-        gpus = self.env.n_servers * self.env.gpus_per_server
-        if self.workload.source == "philly" and widest > gpus:
-            raise ValueError(
-                f"workload.multi_gpu_sizes: a {widest}-GPU job is wider than the cluster's {gpus} GPUs "
-                f"(env.n_servers × env.gpus_per_server)"
-            )
 
 
 def window_env(cfg: SCED2Config, window: int):
