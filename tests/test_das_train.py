@@ -13,11 +13,11 @@ import pytest
 from golden import check_golden
 
 from jaxsched.cli import main
-from jaxsched.experiments.learner import run_dir_of, train_learner
+from jaxsched.experiments.learner import restore_learner, run_dir_of, train_learner
 from jaxsched.experiments.train import read_jsonl, read_metrics
 from jaxsched.systems.das.config import build_das, load_das_config
 from jaxsched.systems.das.select import keep_better, validation_starts
-from jaxsched.systems.das.train import LEARNER, evaluated_actor_params, final_actor_params, validator
+from jaxsched.systems.das.train import LEARNER, evaluated_actor_params, validator
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = ROOT / "configs" / "das" / "quick.yaml"
@@ -139,8 +139,10 @@ def test_resume_after_a_kill_is_exact(full_run, tmp_path):
         train_learner(LEARNER, quick(tmp_path, "mappo.lr=1e-3"), "da", resume=True, progress=False)
     train_learner(LEARNER, cfg, "da", resume=True, progress=False)
     env, train_params, _, _ = build_das(cfg)
-    resumed = final_actor_params(cfg, "da", env, train_params)
-    chex.assert_trees_all_equal(resumed, final_actor_params(cfg_full, "da", env, train_params))
+    resumed = restore_learner(LEARNER, cfg, "da", env, train_params)[0].params["actor"]
+    chex.assert_trees_all_equal(
+        resumed, restore_learner(LEARNER, cfg_full, "da", env, train_params)[0].params["actor"]
+    )
     strip = lambda rs: [{k: v for k, v in r.items() if k != "wall_s"} for r in rs]  # noqa: E731
     assert strip(read_metrics(run_dir_of(cfg, "da"))) == strip(read_metrics(run_dir_of(cfg_full, "da")))
     run = run_dir_of(cfg, "da")

@@ -306,8 +306,8 @@ def test_validation_selection_keeps_each_seeds_best_checkpoint(full_run, tmp_pat
     waits = np.array([r["avg_wait"] for r in lines])  # [checkpoints, seeds]
     best = [lines[i]["update"] for i in waits.argmin(axis=0)]  # argmin: the first of equal scores
     assert lines[-1]["best_update"] == best
-    _, updates = restore(cfg, AGENT, env, train)
-    assert updates == best
+    _, selection = restore(cfg, AGENT, env, train)
+    assert selection["by"] == "validation" and selection["update"] == best
     assert DBF.evaluate(cfg, cfg.run_dir, episodes=2, json_path=tmp_path / "e.json")["agent"]["avg_wait"]
 
 

@@ -82,6 +82,24 @@ def restore_learner(learner: Learner, cfg, name: str, env, train_params) -> tupl
     return restore_latest(learner.run_dir(cfg, name), template)
 
 
+def restore_evaluated(learner: Learner, cfg, name: str, env, train_params, extract, metric: str,
+                      params_key: str = "policy") -> tuple[Any, dict]:  # fmt: skip
+    """`(policy [S, ...], selection)`: what the test episodes see under `cfg.eval.select` — the latest
+    checkpoint's `extract(runner)`, or each seed's best on the validation episodes (`experiments.select`,
+    its records under `params_key` and `metric`) — and how it was chosen: `{"by", "update": [S]}`, with
+    `"episodes"` and `"validation_<metric>": [S]` by validation."""
+    from jaxsched.experiments.select import restore_selected
+
+    if cfg.eval.select == "validation":
+        template = extract(learner_template(learner, cfg, name, env, train_params))
+        best = restore_selected(learner.run_dir(cfg, name), template, metric, params_key)
+        updates, scores = best["update"].tolist(), best[metric].tolist()
+        how = {"by": "validation", "episodes": cfg.eval.validation_episodes, "update": updates}
+        return best[params_key], how | {f"validation_{metric}": scores}
+    runner, step = restore_learner(learner, cfg, name, env, train_params)
+    return extract(runner), {"by": "last", "update": [step] * cfg.num_seeds}
+
+
 def train_learner(
     learner: Learner, cfg, name: str, resume: bool = False, progress: bool = True,
     stop_after_chunks: int | None = None, devices: int | None = None, built: tuple | None = None,

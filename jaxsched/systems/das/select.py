@@ -57,13 +57,8 @@ class ValidationSelector(select.ValidationSelector):
     avg JCT [S, V]`."""
 
     def __init__(self, run_dir: Path, validate, resuming: bool):
-        super().__init__(run_dir, validate, resuming, _actor, METRIC, PARAMS_KEY, "val JCT")
+        super().__init__(run_dir, validate, resuming, actor_of, METRIC, PARAMS_KEY, "val JCT")
 
 
-def _actor(runner):
+def actor_of(runner):
     return runner.params["actor"]
-
-
-def restore_selected(run_dir: Path, actor_template, step: int | None = None) -> dict:
-    """The selection saved at `step` (default the last): `{"actor", "avg_jct_min", "update"}`."""
-    return select.restore_selected(run_dir, actor_template, METRIC, PARAMS_KEY, step)

@@ -35,26 +35,24 @@ from jaxsched.agents.das import DASAgent, DASAgentConfig
 from jaxsched.agents.imitation import pretrain
 from jaxsched.agents.mappo import MAPPO, MAPPOConfig
 from jaxsched.experiments.evaluate import episodes_program
-from jaxsched.experiments.learner import Learner, learner_template, run_dir_of
+from jaxsched.experiments.learner import Learner, restore_evaluated
 from jaxsched.experiments.sharding import seed_sharding, shard_seeds
 from jaxsched.experiments.train import (
-    CHECKPOINT_DIR,
     CURVE_FILE,
     EVAL_FILE,
     METRICS_FILE,
     algorithm_programs,
     cached_program,
-    check_no_run,
-    checkpoint_manager,
     episode_summary,
-    restore_runner,
 )
 from jaxsched.systems.das.config import DASConfig
 from jaxsched.systems.das.episodes import build_for_eval, seed_keys
 from jaxsched.systems.das.select import (
+    METRIC,
+    PARAMS_KEY,
     VALIDATION_FILE,
     ValidationSelector,
-    restore_selected,
+    actor_of,
     validation_keys,
     validation_starts,
 )
@@ -169,35 +167,10 @@ def _imitation_start(init, warm_start, mcfg: MAPPOConfig, run_dir: Path, keys, p
     return runner
 
 
-def final_actor_params(cfg: DASConfig, variant: str, env, train_params):
-    """The actor parameters `[S, ...]` of a variant's last checkpoint."""
-    run_dir = run_dir_of(cfg, variant)
-    latest = check_no_run(run_dir, resume=True)
-    if latest is None:
-        raise FileNotFoundError(f"no checkpoint in {run_dir / CHECKPOINT_DIR}: train it first")
-    mngr = checkpoint_manager(run_dir, read_only=True)
-    runner = restore_runner(mngr, latest, learner_template(LEARNER, cfg, variant, env, train_params))
-    mngr.close()
-    return runner.params["actor"]
-
-
 def evaluated_actor_params(cfg: DASConfig, variant: str, env, train_params):
-    """`(actor [S, ...], selection)`: the parameters the test episodes see under `cfg.eval.select` (the
-    last checkpoint, or each seed's best on the validation episodes) and how they were chosen
-    (`{"by", "update": [S]}`, plus `"validation_avg_jct_min": [S]` when by validation)."""
-    if cfg.eval.select == "last":
-        actor = final_actor_params(cfg, variant, env, train_params)
-        last = check_no_run(run_dir_of(cfg, variant), resume=True)
-        return actor, {"by": "last", "update": [last] * cfg.num_seeds}
-    template = learner_template(LEARNER, cfg, variant, env, train_params).params["actor"]
-    best = restore_selected(run_dir_of(cfg, variant), template)
-    selection = {
-        "by": "validation",
-        "episodes": cfg.eval.validation_episodes,
-        "update": best["update"].tolist(),
-        "validation_avg_jct_min": best["avg_jct_min"].tolist(),
-    }
-    return best["actor"], selection
+    """`(actor [S, ...], selection)`: the parameters the test episodes see under `cfg.eval.select` and how
+    they were chosen (`experiments.learner.restore_evaluated`)."""
+    return restore_evaluated(LEARNER, cfg, variant, env, train_params, actor_of, METRIC, PARAMS_KEY)
 
 
 def validator(cfg: DASConfig, variant: str, env, train_params):

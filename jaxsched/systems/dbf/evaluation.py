@@ -18,9 +18,7 @@ import jax
 from jaxsched.core.keys import EVAL_TAG, purpose_key
 from jaxsched.envs.hpc.setup import window_env
 from jaxsched.experiments.evaluate import Evaluation, spread_windows
-from jaxsched.experiments.learner import learner_template
-from jaxsched.experiments.select import restore_selected
-from jaxsched.experiments.train import checkpoint_manager, restore_runner
+from jaxsched.experiments.learner import restore_evaluated
 from jaxsched.policies.hpc import make_priority_policy
 from jaxsched.systems.dbf.config import DBFConfig
 from jaxsched.systems.dbf.metrics import HPC_METRICS
@@ -28,21 +26,11 @@ from jaxsched.systems.dbf.train import AGENT, LEARNER, SELECT_METRIC, agent_poli
 
 
 def restore(cfg: DBFConfig, name: str, env, train_params):
-    """`(params, obs_stats)` of every seed (leading axis `num_seeds`) of the run, and which update they
-    are: the latest checkpoint's (an int), or, with `eval.select: validation`, each seed's best on the
-    validation episodes (a list, one per seed)."""
-    run_dir = cfg.run_dir
-    template = learner_template(LEARNER, cfg, name, env, train_params)
-    if cfg.eval.select == "validation":
-        best = restore_selected(run_dir, (template.params, template.obs_stats), SELECT_METRIC)
-        return best["policy"], best["update"].tolist()
-    mngr = checkpoint_manager(run_dir, read_only=True)
-    step = mngr.latest_step()
-    if step is None:
-        raise FileNotFoundError(f"no finished checkpoint in {run_dir / 'checkpoints'}")
-    runner = restore_runner(mngr, step, template)
-    mngr.close()
-    return (runner.params, runner.obs_stats), step
+    """`((params, obs_stats) [S, ...], selection)`: the latest checkpoint's, or with `eval.select:
+    validation` each seed's best on the validation episodes (`experiments.learner.restore_evaluated`)."""
+    return restore_evaluated(
+        LEARNER, cfg, name, env, train_params, lambda r: (r.params, r.obs_stats), SELECT_METRIC
+    )
 
 
 def baselines(cfg: DBFConfig, env) -> list:
