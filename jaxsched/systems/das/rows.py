@@ -13,8 +13,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
+from jaxsched.experiments import runs
 from jaxsched.experiments.evaluate import episodes_program
-from jaxsched.experiments.train import CONFIG_FILE, EVAL_FILE, config_diffs, saved_config
+from jaxsched.experiments.train import EVAL_FILE
 from jaxsched.policies.gpu_cloud import LABELS as HEURISTIC_LABELS
 from jaxsched.policies.gpu_cloud import make_heuristic
 from jaxsched.systems.das.config import DASConfig
@@ -89,40 +90,9 @@ def evaluate_planner(
     return path
 
 
-# The sections that the runs stacked by `--runs` must share; they may differ in seed, name and out_dir.
-_RUN_SECTIONS = ("num_seeds", "cluster", "env", "workload", "eval", "agent", "mappo")
-
-
-def _training_seed(cfg: DASConfig, variant_dir: Path) -> int:
-    """The `seed` that `variant_dir` was trained with; a `ValueError` naming the keys when its recipe
-    (everything but the seed) differs from `cfg`'s."""
-    path = variant_dir / CONFIG_FILE
-    saved = saved_config(DASConfig, variant_dir)
-    if saved is None:
-        raise FileNotFoundError(f"{variant_dir} has an {EVAL_FILE} but no {CONFIG_FILE} to check it against")
-    diffs = config_diffs(saved, cfg.to_dict(), _RUN_SECTIONS, ignore=("agent.variants",))
-    if diffs:
-        raise ValueError(
-            f"--runs: {variant_dir} was trained with another recipe than {cfg.name}: {', '.join(diffs)} "
-            f"differ (see {path})"
-        )
-    return saved["seed"]
-
-
-def runs_by_seed(cfg: DASConfig, run_dirs, variant: str) -> list[tuple[int, Path, dict]]:
-    """`[(training seed, run dir, eval results)]` of every run directory where `variant` was evaluated,
-    each checked to be `cfg`'s recipe, in order of training seed (a seed twice is an error)."""
-    by_seed: dict[int, tuple[Path, dict]] = {}
-    for d in map(Path, run_dirs):
-        row = _read_eval(d / variant / EVAL_FILE)
-        if row is None:
-            continue
-        seed = _training_seed(cfg, d / variant)
-        if seed in by_seed:
-            first = by_seed[seed][0]
-            raise ValueError(f"--runs: {label(variant)} has training seed {seed} twice: {first} and {d}")
-        by_seed[seed] = (d, row)
-    return [(s, *by_seed[s]) for s in sorted(by_seed)]
+def runs_by_seed(cfg: DASConfig, run_dirs, variant: str) -> list:
+    """`experiments.runs.runs_by_seed` of `variant`'s `eval.json` (the runs may list other variants)."""
+    return runs.runs_by_seed(cfg, run_dirs, variant, lambda d: _read_eval(d / EVAL_FILE), ("agent.variants",))
 
 
 def stacked_learned_rows(cfg: DASConfig, run_dirs) -> dict:
