@@ -21,6 +21,6 @@ BUGS = [
     ("E4", EVAL, "return np.arange(n, dtype=np.int32)", "return np.arange(1, n + 1, dtype=np.int32)", T_SCED2),
     # a learner's own eval.json without the learner
     ("E5", EVAL, "own[name] = {label: learned[label]} | results  # the learner's own eval.json", "own[name] = dict(results)", T_DAG),
-    # DBF's validation selection ignored at evaluation
-    ("E6", "jaxsched/systems/dbf/evaluation.py", 'if cfg.eval.select == "validation":', "if False:", T_DBF),
+    # the validation selection ignored at evaluation (the shared restore; DBF's and DAS's)
+    ("E6", "jaxsched/experiments/learner.py", 'if cfg.eval.select == "validation":', "if False:", T_DBF),
 ]
