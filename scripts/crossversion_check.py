@@ -84,8 +84,9 @@ else:
         keys = ("mean", "std", "per_seed", "values")
         return {m: {k: e[k] for k in keys if k in e} for m, e in stats.items()}
 
-    old_das = load(out / "das_full_eval_old.json")  # old: {"results": heuristics...}
-    new_das = load(out / "das_full_eval_new.json")  # new: {policy: ...} with "da"
+    old_das = load(out / "das_full_eval_old.json")  # before 456efb6 {"results": heuristics...}, since flat
+    old_das = old_das.get("results", old_das)
+    new_das = load(out / "das_full_eval_new.json")  # {policy: ...} with "da"
     same = {
         "dbf metrics (killed+resumed = full)": metrics(dbf_full.run_dir / "metrics.jsonl")
         == metrics(dbf_killed.run_dir / "metrics.jsonl"),
@@ -104,7 +105,7 @@ else:
         "das eval: new evaluator's da = the old stored record": core({"x": new_das["da"]["avg_jct_min"]})
         == core({"x": load(das_full.run_dir / "da" / "eval.json")["results"]["avg_jct_min"]}),
         "das heuristics: new evaluator = old evaluator": all(
-            core(new_das[p]) == core(old_das["results"][p]) for p in old_das["results"]
+            core(new_das[p]) == core(old_das[p]) for p in old_das
         ),
     }
     print(json.dumps(same, indent=1))
