@@ -38,3 +38,19 @@ def choices(values, key: str, known, what: str, nonempty: bool = False) -> None:
         raise ValueError(f"{key} must list at least one of {', '.join(known)}")
     if len(set(values)) != len(values):
         raise ValueError(f"{key} has duplicates: {list(values)}")
+
+
+class EnvSections:
+    """Base of an env's config-section mixin (`envs.<env>.setup`): a dataclass declaring the env's
+    sections, from which an experiment config derives beside `ExperimentConfig`. Its `check()` (the
+    sections' cross-checks) runs after the experiment config's own checks, or alone when the mixin is
+    built by itself."""
+
+    PATH_KEYS: tuple[str, ...] = ()  # dotted keys of file paths (resolved beside the config file)
+
+    def __post_init__(self):
+        getattr(super(), "__post_init__", lambda: None)()  # the experiment config's checks, if any
+        self.check()
+
+    def check(self) -> None:
+        """The sections' cross-checks (a one-line `ValueError` naming the fields); none by default."""

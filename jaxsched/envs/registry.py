@@ -147,7 +147,7 @@ def dag_setup(
         workload, train_episodes=episodes, jobs_per_episode=episode_jobs, max_tasks=max_tasks,
         load=load if workload == "synthetic" else None, bank_seed=seed, test_seed=seed + 1,
     )  # fmt: skip
-    setup.check(section, jobs)
+    setup.check_sections(section, jobs)
     env = DAGEnv(section.dag_config())
     return env, setup.build_params(env, section, jobs, "train")
 

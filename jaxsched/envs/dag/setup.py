@@ -13,15 +13,14 @@ Two sections, as a DAG config spells them:
 from the same generator with different seeds (`workload.bank_seed`, `workload.test_seed`, which must
 differ), so the test episodes are new arrivals of new jobs: for `synthetic` and `mixed` new DAGs; for
 `tpch_like` a new draw of the TPC-H-like template pool as well (the generator's seed draws both); for
-`tpch` the same real templates in new sequences. `check(env_section, workload)` holds the two consistent.
+`tpch` the same real templates in new sequences. `check_sections(env, workload)` holds the two consistent.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
-from jaxsched.core.checks import at_least, in_unit_interval, positive
+from jaxsched.core.checks import EnvSections, at_least, in_unit_interval, positive
 from jaxsched.envs.dag.params import DAGConfig
 
 SOURCES = ("synthetic", "tpch_like", "mixed", "tpch")
@@ -127,7 +126,7 @@ class WorkloadSection:
             )
 
 
-def check(env: EnvSection, workload: WorkloadSection) -> None:
+def check_sections(env: EnvSection, workload: WorkloadSection) -> None:
     """The env's shapes hold the workload's DAGs; a `ValueError` naming the fields when they do not."""
     w, e = workload, env
     if w.source == "synthetic" and w.synth_max_stages > e.max_stages:
@@ -195,14 +194,13 @@ def _bank(e: EnvSection, w: WorkloadSection, n_episodes: int, seed: int):
 
 
 @dataclass(frozen=True)
-class DAGSetup:
-    """The env and workload sections of any experiment on this cluster (a config class derives from it)."""
+class DAGSetup(EnvSections):
+    """The env and workload sections of an experiment on this cluster (its config derives from it)."""
 
-    PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.tpch_npz",)
+    PATH_KEYS = ("workload.tpch_npz",)
 
     env: EnvSection = field(default_factory=EnvSection)
     workload: WorkloadSection = field(default_factory=WorkloadSection)
 
-    def __post_init__(self):
-        getattr(super(), "__post_init__", lambda: None)()  # an experiment config's own checks first
-        check(self.env, self.workload)
+    def check(self) -> None:
+        check_sections(self.env, self.workload)

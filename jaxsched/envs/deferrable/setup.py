@@ -21,9 +21,8 @@ time: training from the days before `trace_test_from_day`, testing from that day
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
-from jaxsched.core.checks import at_least
+from jaxsched.core.checks import EnvSections, at_least
 from jaxsched.envs.deferrable.env import DeferrableConfig
 
 
@@ -141,10 +140,10 @@ def build_params(env, section: EnvSection, workload: WorkloadSection, train: boo
 
 
 @dataclass(frozen=True)
-class DeferrableSetup:
-    """The env and workload sections of any experiment on this cloud (a config class derives from it)."""
+class DeferrableSetup(EnvSections):
+    """The env and workload sections of an experiment on this cloud (its config derives from it)."""
 
-    PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.trace",)
+    PATH_KEYS = ("workload.trace",)
 
     env: EnvSection = field(default_factory=EnvSection)
     workload: WorkloadSection = field(default_factory=WorkloadSection)

@@ -19,11 +19,11 @@ consecutive and do not overlap (App. D: 1,000 jobs each).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import jax
 import numpy as np
 
+from jaxsched.core.checks import EnvSections
 from jaxsched.envs.gpu_cloud.params import REWARDS, heterogeneous_perf
 from jaxsched.envs.gpu_cloud.types import GPUCloudConfig
 from jaxsched.workloads.ddl import CLUSTER_SIZES, V100_MACHINE  # paper §5.1.3: 8 GPUs per machine
@@ -199,10 +199,10 @@ def build(cluster: ClusterSection, env: EnvSection, workload: WorkloadSection):
 
 
 @dataclass(frozen=True)
-class GPUCloudSetup:
-    """The cluster, env and workload sections of any experiment on this cloud (a config derives from it)."""
+class GPUCloudSetup(EnvSections):
+    """The cluster, env and workload sections of an experiment on this cloud (its config derives from it)."""
 
-    PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.job_csv", "workload.task_csv", "workload.group_tag_csv")
+    PATH_KEYS = ("workload.job_csv", "workload.task_csv", "workload.group_tag_csv")
 
     cluster: ClusterSection = field(default_factory=ClusterSection)
     env: EnvSection = field(default_factory=EnvSection)

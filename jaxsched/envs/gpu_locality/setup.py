@@ -18,9 +18,8 @@ timeline (the first job of an episode arrives at its time 0).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
-from jaxsched.core.checks import at_least, in_unit_interval, positive
+from jaxsched.core.checks import EnvSections, at_least, in_unit_interval, positive
 from jaxsched.core.keys import TEST_BANK_TAG, TRAIN_BANK_TAG, purpose_key
 from jaxsched.envs.gpu_locality.params import GPULocalityConfig, default_slowdown
 from jaxsched.workloads.philly import PhillyConfig
@@ -184,16 +183,15 @@ def build(section: EnvSection, workload: WorkloadSection):
 
 
 @dataclass(frozen=True)
-class GPULocalitySetup:
-    """The env and workload sections of any experiment on this cluster (a config class derives from it)."""
+class GPULocalitySetup(EnvSections):
+    """The env and workload sections of an experiment on this cluster (its config derives from it)."""
 
-    PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.path",)
+    PATH_KEYS = ("workload.path",)
 
     env: EnvSection = field(default_factory=EnvSection)
     workload: WorkloadSection = field(default_factory=WorkloadSection)
 
-    def __post_init__(self):
-        getattr(super(), "__post_init__", lambda: None)()  # an experiment config's own checks first
+    def check(self) -> None:
         widest = max(self.workload.multi_gpu_sizes, default=1)
         gpus = self.env.n_servers * self.env.gpus_per_server
         if self.workload.source == "philly" and widest > gpus:

@@ -17,11 +17,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import ClassVar
 
 import numpy as np
 
-from jaxsched.core.checks import at_least
+from jaxsched.core.checks import EnvSections, at_least
 from jaxsched.core.keys import TEST_BANK_TAG, TRAIN_BANK_TAG, purpose_key
 from jaxsched.envs.hpc.env import REWARDS, HPCConfig, HPCEnv
 
@@ -94,7 +93,7 @@ class WorkloadSection:
             )
 
 
-def check(env: EnvSection, workload: WorkloadSection) -> None:
+def check_sections(env: EnvSection, workload: WorkloadSection) -> None:
     """A generated episode holds `env.episode_jobs` placements; the Lublin model takes the cluster size."""
     w = workload
     if w.source == "lublin":
@@ -192,14 +191,13 @@ def build(env: EnvSection, workload: WorkloadSection):
 
 
 @dataclass(frozen=True)
-class HPCSetup:
-    """The env and workload sections of any experiment on this cluster (a config class derives from it)."""
+class HPCSetup(EnvSections):
+    """The env and workload sections of an experiment on this cluster (its config derives from it)."""
 
-    PATH_KEYS: ClassVar[tuple[str, ...]] = ("workload.path",)
+    PATH_KEYS = ("workload.path",)
 
     env: EnvSection = field(default_factory=EnvSection)
     workload: WorkloadSection = field(default_factory=WorkloadSection)
 
-    def __post_init__(self):
-        getattr(super(), "__post_init__", lambda: None)()  # an experiment config's own checks first
-        check(self.env, self.workload)
+    def check(self) -> None:
+        check_sections(self.env, self.workload)
