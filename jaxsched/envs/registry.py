@@ -5,8 +5,9 @@
     jaxsched.registered()                                     # {name: EnvSpec(paper, description, defaults)}
 
 Each name builds its env (static shapes) and params (a device-resident workload bank generated from a
-seed: the Lublin model for the HPC env, the PAI-like generator for the GPU cloud) — the same workload
-models as `jaxsched demo` and `configs/`. Params `vmap`; the env's `step` is pure and jittable.
+seed: the Lublin model for the HPC env, the PAI-like generator for the GPU cloud) through its env's one
+builder (`envs/<env>/setup.py`), the one the `configs/` build through. Params `vmap`; the env's `step`
+is pure and jittable.
 """
 
 from __future__ import annotations
