@@ -149,6 +149,20 @@ def held_out_bank_seeds(cfg) -> list[int]:
     return seeds
 
 
+def held_out_baselines(ev, cfg, bank, metrics) -> dict:
+    """`{name: {metric: [S, E]}}` of the config's baselines (`ev`: its `experiments.evaluate.Evaluation`)
+    on `num_seeds` held-out banks (`held_out_bank_seeds`), each with `jaxsched eval`'s keys;
+    `bank(config with workload.test_seed = seed) -> (env, test params, episodes)`."""
+    from jaxsched.experiments.evaluate import play_baselines
+
+    per_seed = []
+    for seed in held_out_bank_seeds(cfg):
+        env, params, episodes = bank(with_workload(cfg, test_seed=seed))
+        res = play_baselines(ev, cfg, env, params, np.arange(episodes), ev.keys(cfg, episodes))
+        per_seed.append({b: {k: np.asarray(r[k])[0] for k in metrics} for b, r in res.items()})
+    return {b: {k: np.stack([r[b][k] for r in per_seed]) for k in metrics} for b in per_seed[0]}
+
+
 # ---- comparing --------------------------------------------------------------------------------------
 def _rows_of(numbers, setting: str) -> list[PaperNumber]:
     return [n for n in numbers if n.setting == setting]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jaxsched.experiments.report import machine_line, write_json
+from jaxsched.experiments.report import DASH, machine_line, write_json
 
 
 def evaluated_configs(paths, system) -> list[tuple]:
@@ -81,3 +81,28 @@ def parse_numbers(text: str, flag: str, integer: bool = False) -> list:
     if any(not v > 0 for v in values):
         raise ValueError(f"{flag} must be positive, got {text!r}")
     return values
+
+
+# ---- cells -------------------------------------------------------------------------------------------
+def head(*headers: str, text: int = 1) -> list[str]:
+    """A markdown table's header and alignment rows: the first `text` columns left, the rest right."""
+    return ["| " + " | ".join(headers) + " |", "|" + "---|" * text + "---:|" * (len(headers) - text)]
+
+
+def row(*cells) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    """`a ÷ b` as "×1.234"; `DASH` when either is missing or `b` is 0."""
+    return DASH if a is None or b is None or b == 0 else f"×{a / b:.3f}"
+
+
+def with_paper(ours: str, paper: float | None, fmt: str = ",.1f") -> str:
+    """Our cell with the paper's number in parentheses (when it gives one)."""
+    return ours if paper is None else f"{ours} ({paper:{fmt}})"
+
+
+def mean_of(results: dict, label: str, metric: str) -> float | None:
+    """`results[label][metric]["mean"]`, None when the label or metric was not evaluated."""
+    return results.get(label, {}).get(metric, {}).get("mean")

@@ -22,7 +22,7 @@ BUGS = [
     ("K10", CAL, "return with_workload(cfg, **{field: getattr(cfg.workload, field) + CALIBRATION_SEED_OFFSET})", "return with_workload(cfg, **{field: getattr(cfg.workload, field)})", T_CAL),
     ("K11", CAL, "seeds = [cfg.workload.test_seed + i for i in range(cfg.num_seeds)]", "seeds = [cfg.workload.test_seed for i in range(cfg.num_seeds)]", T_CAL),
     ("K12", "jaxsched/systems/sced2/calibration.py", 'best = max(cfg.eval.baselines, key=lambda b: out[b]["avg_effectiveness"].mean())', 'best = min(cfg.eval.baselines, key=lambda b: out[b]["avg_effectiveness"].mean())', T_CAL),
-    ("K13", "jaxsched/systems/dag/calibration.py", "c = with_workload(cfg, test_seed=seed)", "c = cfg", T_CAL),
-    ("K14", "jaxsched/systems/osdec/calibration.py", "c = with_workload(cfg, test_seed=seed)", "c = cfg", T_CAL),
+    ("K13", "jaxsched/experiments/calibration.py", "env, params, episodes = bank(with_workload(cfg, test_seed=seed))", "env, params, episodes = bank(cfg)", T_CAL),
+    ("K14", "jaxsched/systems/sced2/calibration.py", "c = with_workload(cfg, test_seed=seed)", "c = cfg", T_CAL),
     ("K15", "jaxsched/systems/sced2/calibration.py", "ideal[s:e].mean() for s, e in zip(starts, ends, strict=True)", "ideal.mean() for s, e in zip(starts, ends, strict=True)", T_CAL),
 ]

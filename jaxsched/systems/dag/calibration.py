@@ -21,11 +21,12 @@ import numpy as np
 from jaxsched.experiments.calibration import (
     Calibration,
     held_out_bank_seeds,
+    held_out_baselines,
     read_paper_numbers,
     shifted_held_out,
     with_workload,
 )
-from jaxsched.experiments.evaluate import eval_episode_keys, first_episodes, play_baselines
+from jaxsched.experiments.evaluate import first_episodes
 from jaxsched.systems.dag.config import DAGSystemConfig, build_params, make_env
 from jaxsched.systems.dag.evaluation import EVALUATION
 
@@ -33,27 +34,20 @@ PAPER_NUMBERS = Path(__file__).with_name("paper_numbers.csv")
 METRICS = ("avg_jct", "makespan")
 
 
-def _bank(cfg: DAGSystemConfig, seed: int):
-    c = with_workload(cfg, test_seed=seed)
-    env = make_env(c)
-    params = build_params(c, env, "test")
-    return env, params, len(first_episodes(c, int(params.bank.n_jobs.shape[0]), None))
+def _bank(cfg: DAGSystemConfig):
+    env = make_env(cfg)
+    params = build_params(cfg, env, "test")
+    return env, params, len(first_episodes(cfg, int(params.bank.n_jobs.shape[0]), None))
 
 
 def baselines(cfg: DAGSystemConfig) -> dict:
     """`{name: {metric: [S, E]}}` of `eval.baselines` over `num_seeds` held-out banks."""
-    per_seed = []
-    for seed in held_out_bank_seeds(cfg):
-        env, params, episodes = _bank(cfg, seed)
-        keys = eval_episode_keys(cfg.eval.seed, episodes)
-        res = play_baselines(EVALUATION, cfg, env, params, np.arange(episodes), keys)
-        per_seed.append({n: {k: np.asarray(r[k])[0] for k in METRICS} for n, r in res.items()})
-    return {n: {k: np.stack([r[n][k] for r in per_seed]) for k in METRICS} for n in per_seed[0]}
+    return held_out_baselines(EVALUATION, cfg, _bank, METRICS)
 
 
 def fingerprint(cfg: DAGSystemConfig) -> np.ndarray:
     """`[E, N, 3]` of the first held-out bank: each job's arrival (ms), total work and critical path (s)."""
-    _, params, episodes = _bank(cfg, held_out_bank_seeds(cfg)[0])
+    _, params, episodes = _bank(with_workload(cfg, test_seed=held_out_bank_seeds(cfg)[0]))
     b = params.bank
     tmpl = np.asarray(b.template)[:episodes]
     arrival = np.asarray(b.arrival, np.float64)[:episodes]

@@ -44,6 +44,7 @@ from jaxsched.experiments.paper import (
     Report,
     config_arguments,
     evaluated_configs,
+    head,
     parse_numbers,
     print_written,
 )
@@ -89,11 +90,17 @@ def table1(configs) -> tuple[list[str], dict]:
     lines = [
         "## Table 1: average JCT (s) of the paper's agent and its ablations (held-out episodes)",
         "",
-        "| workload | config | "
-        + " | ".join(f"{TABLE1_HEADERS[v]} (paper)" for v in TABLE1_VARIANTS)
-        + " | w/o features / full (paper) | w/o idle / full (paper) | best heuristic "
-        "| p: full vs w/o idle | p: full vs w/o features |",
-        "|---|---|" + "---:|" * (len(TABLE1_VARIANTS) + 5),
+        *head(
+            "workload",
+            "config",
+            *(f"{TABLE1_HEADERS[v]} (paper)" for v in TABLE1_VARIANTS),
+            "w/o features / full (paper)",
+            "w/o idle / full (paper)",
+            "best heuristic",
+            "p: full vs w/o idle",
+            "p: full vs w/o features",
+            text=2,
+        ),  # fmt: skip
     ]
     numbers: dict = {}
     for cfg, results in configs:
@@ -209,8 +216,7 @@ def fig4(ev: Reevaluator, loads, out: Path) -> tuple[list[str], dict]:
     lines = [
         f"## Fig. 4: CDF of the job completion times ({ev.cfg.name}, {ev.episodes} test episodes per load)",
         "",
-        "| load | policy | avg JCT (s) | p50 | p90 | p99 | unfinished |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        *head("load", "policy", "avg JCT (s)", "p50", "p90", "p99", "unfinished", text=2),
     ]
     for load in loads:
         results, jct = ev.run(f"fig4 load {load:g}", ev.bank(load=load), variants, baselines)
@@ -278,8 +284,7 @@ def fig5(ev: Reevaluator, jobs, out: Path) -> tuple[list[str], dict]:
     lines = [
         f"## Fig. 5: against the jobs per episode ({ev.cfg.name}, {e.n_executors} executors)",
         "",
-        "| jobs | policy | " + " | ".join(h for _, h in FIG5_METRICS) + " |",
-        "|---:|---|" + "---:|" * len(FIG5_METRICS),
+        *head("jobs", "policy", *(h for _, h in FIG5_METRICS), text=2),
     ]
     for n in jobs:
         for p in shown:
@@ -310,10 +315,7 @@ def fig6(ev: Reevaluator, mus, rates, out: Path) -> tuple[list[str], dict]:
     lines = [
         f"## Fig. 6: the full agent's inserted idle time ({ev.cfg.name})",
         "",
-        "| knob | value | "
-        + " | ".join(f"{h} (s)" for _, h in FIG6_METRICS)
-        + " | delayed stages | avg JCT (s) |",
-        "|---|---:|" + "---:|" * (len(FIG6_METRICS) + 2),
+        *head("knob", "value", *(f"{h} (s)" for _, h in FIG6_METRICS), "delayed stages", "avg JCT (s)"),
     ]
     for name, (knob, xlabel, points) in sweeps.items():
         if not points:

@@ -39,7 +39,7 @@ import numpy as np
 
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
 from jaxsched.agents.das import PRESETS
-from jaxsched.experiments.paper import parse_numbers
+from jaxsched.experiments.paper import head, parse_numbers
 from jaxsched.experiments.report import claim_table_lines
 from jaxsched.experiments.stats import (
     claim_verdict,
@@ -93,8 +93,7 @@ def _cell(v, fmt: str) -> str:
 def table1_lines(rows: dict, cluster: str) -> list[str]:
     """Markdown Table 1 for one cluster (with the paper's numbers beside ours)."""
     out = [
-        "| scheduler | JCT (min) | Fee ($) | paper JCT | paper Fee | seeds × episodes |",
-        "|---|---:|---:|---:|---:|---:|",
+        *head("scheduler", "JCT (min)", "Fee ($)", "paper JCT", "paper Fee", "seeds × episodes"),
     ]
     for name, r in rows.items():
         paper = PAPER_TABLE1.get(name, {}).get(cluster)
@@ -155,8 +154,16 @@ def significance_lines(tests: list[dict], target: str = "das") -> list[str]:
     if not tests:
         return [f"(no Wilcoxon test: {label(target)} has no results on a baseline's seeds × episodes)"]
     out = [
-        f"| {label(target)} vs | metric | mean difference | W+ | W− | pairs | p (two-sided, exact) |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        *head(
+            f"{label(target)} vs",
+            "metric",
+            "mean difference",
+            "W+",
+            "W−",
+            "pairs",
+            "p (two-sided, exact)",
+            text=2,
+        ),  # fmt: skip
     ]
     for t in tests:
         who = label(t["versus"]) + (" (best baseline)" if t["best"] else "")
@@ -261,8 +268,7 @@ def load_level_rows(cfg: DASConfig, loads, variants, runs=()) -> dict:
 def load_level_lines(levels: dict) -> list[str]:
     loads = list(levels)
     names = list(next(iter(levels.values())))
-    head = " | ".join(f"×{x:g} JCT (min) | ×{x:g} Fee ($)" for x in loads)
-    out = [f"| scheduler | {head} |", "|---|" + "---:|" * (2 * len(loads))]
+    out = head("scheduler", *(f"×{x:g} {h}" for x in loads for h in ("JCT (min)", "Fee ($)")))
     for n in names:
         cells = []
         for x in loads:
@@ -307,7 +313,7 @@ def latency_rows(cfg: DASConfig, variants, planners=()) -> list[dict]:
 
 
 def latency_lines(rows: list[dict]) -> list[str]:
-    out = ["| scheduler | per round (ms) | per job (ms) |", "|---|---:|---:|"]
+    out = head("scheduler", "per round (ms)", "per job (ms)")
     out += [f"| {label(r['name'])} | {1e3 * r['round_s']:.3f} | {1e3 * r['per_job_s']:.4f} |" for r in rows]
     return out
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxsched.experiments.config import load_yaml
+from jaxsched.experiments.paper import head
 from jaxsched.experiments.plots import plot_split_sweep
 from jaxsched.experiments.report import claim_table_lines
 from jaxsched.experiments.stats import claim_verdict
@@ -48,8 +49,7 @@ def split_report(run_dirs, out_dir) -> str:
     runs = [_run(Path(d)) for d in run_dirs]
     if not runs:
         raise ValueError("report: give at least one run directory")
-    header = "| policy | " + " | ".join(m.header for m in HPC_METRICS) + " |"
-    lines = [header, "|---|" + "---:|" * len(HPC_METRICS)]
+    lines = head("policy", *(m.header for m in HPC_METRICS))
     sweep = {}
     for (cfg, result), run_dir in zip(runs, run_dirs, strict=True):
         m, tail = cfg.env.window, cfg.env.tail
@@ -116,11 +116,11 @@ def split_claims(runs) -> list[dict]:
 
 
 def claim_lines(claims: list[dict]) -> list[str]:
-    head = "The paper's claims, paired by held-out episode (agents: mean over seeds; exact Wilcoxon, α 0.05)"
+    title = "The paper's claims, paired by held-out episode (agents: mean over seeds; exact Wilcoxon, α 0.05)"
     rows = claim_table_lines(
         claims, lambda c: f"{c['lower']} < {c['higher']}", before=(("metric", lambda c: c["metric"]),)
     )
-    return [head, "", *rows]
+    return [title, "", *rows]
 
 
 def add_arguments(parser) -> None:

@@ -18,11 +18,11 @@ import numpy as np
 from jaxsched.experiments.calibration import (
     Calibration,
     held_out_bank_seeds,
+    held_out_baselines,
     read_paper_numbers,
     shifted_held_out,
     with_workload,
 )
-from jaxsched.experiments.evaluate import eval_episode_keys, play_baselines
 from jaxsched.systems.osdec.config import OSDECConfig, build_osdec
 from jaxsched.systems.osdec.evaluation import EVALUATION
 
@@ -37,23 +37,15 @@ def held_out(cfg, purpose: str):
     return shifted_held_out(cfg, purpose)
 
 
-def _bank(cfg: OSDECConfig, seed: int):
-    c = with_workload(cfg, test_seed=seed)
-    env, _, params = build_osdec(c)
-    episodes = min(c.workload.test_episodes, c.eval.episodes or c.workload.test_episodes)
-    return env, params, episodes
+def _bank(cfg: OSDECConfig):
+    env, _, params = build_osdec(cfg)
+    return env, params, min(cfg.workload.test_episodes, cfg.eval.episodes or cfg.workload.test_episodes)
 
 
 def baselines(cfg: OSDECConfig) -> dict:
     """`{name: {metric: [S, E]}}` of `eval.baselines` over `num_seeds` held-out banks. The delay penalty
     is signed as the paper prints its "time delay" column (negative)."""
-    per_seed = []
-    for seed in held_out_bank_seeds(cfg):
-        env, params, episodes = _bank(cfg, seed)
-        keys = eval_episode_keys(cfg.eval.seed, episodes)
-        res = play_baselines(EVALUATION, cfg, env, params, np.arange(episodes), keys)
-        per_seed.append({b: {k: np.asarray(r[k])[0] for k in METRICS} for b, r in res.items()})
-    out = {b: {k: np.stack([r[b][k] for r in per_seed]) for k in METRICS} for b in per_seed[0]}
+    out = held_out_baselines(EVALUATION, cfg, _bank, METRICS)
     for r in out.values():
         r["delay_penalty"] = -np.abs(r["delay_penalty"])
     return out
@@ -61,7 +53,7 @@ def baselines(cfg: OSDECConfig) -> dict:
 
 def fingerprint(cfg: OSDECConfig) -> np.ndarray:
     """`[E, N, 5]` of the first held-out bank: each job's cores, duration, earliest, latest, submit."""
-    _, params, episodes = _bank(cfg, held_out_bank_seeds(cfg)[0])
+    _, params, episodes = _bank(with_workload(cfg, test_seed=held_out_bank_seeds(cfg)[0]))
     b = params.bank
     cols = [
         np.asarray(getattr(b, f), np.float64)[:episodes]

@@ -35,7 +35,16 @@ import numpy as np
 from jaxsched.core.episode import trace_episode
 from jaxsched.experiments.evaluate import eval_episode_keys, restore_policy
 from jaxsched.experiments.learner import run_dir_of
-from jaxsched.experiments.paper import Report, config_arguments, evaluated_configs, print_written
+from jaxsched.experiments.paper import (
+    Report,
+    config_arguments,
+    evaluated_configs,
+    head,
+    mean_of,
+    print_written,
+    ratio,
+    with_paper,
+)
 from jaxsched.experiments.plots import plot_lines
 from jaxsched.experiments.report import DASH, mean_std
 from jaxsched.experiments.system import PaperTable
@@ -109,14 +118,6 @@ def _rows(*results: dict) -> list[str]:
     return [m for m in (*ROWS, *dict.fromkeys(extra)) if any(m in r for r in results)]
 
 
-def _ratio(a: float | None, b: float | None) -> str:
-    return DASH if a is None or b is None or b == 0 else f"×{a / b:.3f}"
-
-
-def _mean(results: dict, method: str, key: str) -> float | None:
-    return results.get(method, {}).get(key, {}).get("mean")
-
-
 def _setting(cfg: OSDECConfig) -> str:
     return f"{cfg.workload.preset} preset, {'real time' if cfg.workload.realtime else 'deferrable'}"
 
@@ -128,16 +129,22 @@ def table1(cfg: OSDECConfig, results: dict) -> tuple[list[str], dict]:
         f"## Table 1: utilization, time delay and total reward ({cfg.name}: {_setting(cfg)}, held-out "
         "episodes)",
         "",
-        "| method | utilization (paper) | ÷ FIFO (paper) | time delay (paper) | total reward (paper) "
-        "| ÷ FIFO (paper) | total reward ÷ best baseline's, p |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        *head(
+            "method",
+            "utilization (paper)",
+            "÷ FIFO (paper)",
+            "time delay (paper)",
+            "total reward (paper)",
+            "÷ FIFO (paper)",
+            "total reward ÷ best baseline's, p",
+        ),  # fmt: skip
     ]
     numbers: dict = {"config": cfg.name, "setting": _setting(cfg), "rows": {}}
     for m in _rows(results):
         res = results.get(m)
         pu, pd, pt = paper[m]["paper"] if m in paper else (None, None, None)
         fifo_p = paper[REFERENCE]["paper"]
-        util, total = _mean(results, m, "utilization"), _mean(results, m, "total_reward")
+        util, total = mean_of(results, m, "utilization"), mean_of(results, m, "total_reward")
         delay = (
             None
             if res is None
@@ -145,11 +152,11 @@ def table1(cfg: OSDECConfig, results: dict) -> tuple[list[str], dict]:
         )
         test = None if res is None else res["total_reward"].get("vs_best")
         cells = [
-            _with_paper(mean_std(res and res["utilization"]), pu),
-            f"{_ratio(util, _mean(results, REFERENCE, 'utilization'))} ({_ratio(pu, fifo_p[0])})",
-            _with_paper(mean_std(delay), pd),
-            _with_paper(mean_std(res and res["total_reward"]), pt),
-            f"{_ratio(total, _mean(results, REFERENCE, 'total_reward'))} ({_ratio(pt, fifo_p[2])})",
+            with_paper(mean_std(res and res["utilization"]), pu),
+            f"{ratio(util, mean_of(results, REFERENCE, 'utilization'))} ({ratio(pu, fifo_p[0])})",
+            with_paper(mean_std(delay), pd),
+            with_paper(mean_std(res and res["total_reward"]), pt),
+            f"{ratio(total, mean_of(results, REFERENCE, 'total_reward'))} ({ratio(pt, fifo_p[2])})",
             DASH if test is None else _vs_best(test),
         ]
         lines.append(f"| {ROW_NAMES.get(m, m)} | " + " | ".join(cells) + " |")
@@ -176,10 +183,6 @@ def _vs_best(test: dict) -> str:
     return f"×{1 / max(test['ratio'], 1e-12):.3f} vs {test['against']}, p = {test['p']:.2g} (n = {test['n']})"
 
 
-def _with_paper(ours: str, paper: float | None) -> str:
-    return ours if paper is None else f"{ours} ({paper:,.1f})"
-
-
 # ---- Table 2 ------------------------------------------------------------------------------------------
 def table2(deferrable: tuple, realtime: tuple) -> tuple[list[str], dict]:
     (cfg_d, res_d), (cfg_r, res_r) = deferrable, realtime
@@ -188,17 +191,16 @@ def table2(deferrable: tuple, realtime: tuple) -> tuple[list[str], dict]:
         f"## Table 2: utilization, deferrable ({cfg_d.name}) against real time ({cfg_r.name}), "
         f"{cfg_d.workload.preset} preset",
         "",
-        "| method | deferrable (paper) | real time (paper) | real time ÷ deferrable (paper) |",
-        "|---|---:|---:|---:|",
+        *head("method", "deferrable (paper)", "real time (paper)", "real time ÷ deferrable (paper)"),
     ]
     numbers: dict = {"deferrable": cfg_d.name, "realtime": cfg_r.name, "rows": {}}
     for m in _rows(res_d, res_r):
         pd, pr = paper[m]["paper"] if m in paper else (None, None)
-        d, r = _mean(res_d, m, "utilization"), _mean(res_r, m, "utilization")
+        d, r = mean_of(res_d, m, "utilization"), mean_of(res_r, m, "utilization")
         cells = [
-            _with_paper(mean_std(res_d.get(m, {}).get("utilization")), pd),
-            _with_paper(mean_std(res_r.get(m, {}).get("utilization")), pr),
-            f"{_ratio(r, d)} ({_ratio(pr, pd)})" if pd else _ratio(r, d),
+            with_paper(mean_std(res_d.get(m, {}).get("utilization")), pd),
+            with_paper(mean_std(res_r.get(m, {}).get("utilization")), pr),
+            f"{ratio(r, d)} ({ratio(pr, pd)})" if pd else ratio(r, d),
         ]
         lines.append(f"| {ROW_NAMES.get(m, m)} | " + " | ".join(cells) + " |")
         numbers["rows"][m] = {"deferrable": d, "realtime": r, "paper": paper.get(m, {}).get("paper")}
@@ -215,8 +217,7 @@ def table4(configs: list) -> tuple[list[str], dict]:
     lines = [
         "## Table 4: utilization under the distribution cases (ours, ÷ FIFO, (the paper's ÷ FIFO))",
         "",
-        "| method | " + " | ".join(f"{p} ({by_preset[p][0].name})" for p in presets) + " |",
-        "|---|" + "---:|" * len(presets),
+        *head("method", *(f"{p} ({by_preset[p][0].name})" for p in presets)),
     ]
     numbers: dict = {p: {"config": by_preset[p][0].name, "rows": {}} for p in presets}
     for m in _rows(*(by_preset[p][1] for p in presets)):
@@ -226,9 +227,9 @@ def table4(configs: list) -> tuple[list[str], dict]:
             i = TABLE4_PRESETS.index(p)
             pv = paper[m]["paper"][i] if m in paper else None
             pf = paper[REFERENCE]["paper"][i]
-            u, f = _mean(res, m, "utilization"), _mean(res, REFERENCE, "utilization")
-            ours = DASH if u is None else f"{u:,.1f} {_ratio(u, f)}"
-            cells.append(ours + (f" ({_ratio(pv, pf)})" if pv is not None else ""))
+            u, f = mean_of(res, m, "utilization"), mean_of(res, REFERENCE, "utilization")
+            ours = DASH if u is None else f"{u:,.1f} {ratio(u, f)}"
+            cells.append(ours + (f" ({ratio(pv, pf)})" if pv is not None else ""))
             numbers[p]["rows"][m] = {"utilization": u, "paper": pv}
         lines.append(f"| {ROW_NAMES.get(m, m)} | " + " | ".join(cells) + " |")
     lines += ["", "Means over seeds × held-out episodes; ratios to FIFO on the same preset.", ""]
@@ -269,8 +270,7 @@ def episode_figure(cfg: OSDECConfig, episode: int, out: Path) -> tuple[list[str]
     lines = [
         f"## One episode ({cfg.name}, test episode {episode}): `episode.png`",
         "",
-        "| policy | total reward | cores over capacity (Σ) | steps at capacity |",
-        "|---|---:|---:|---:|",
+        *head("policy", "total reward", "cores over capacity (Σ)", "steps at capacity"),
     ]
     for p, tr in traces.items():
         over = np.maximum(tr["busy"] - tr["capacity"], 0).sum()

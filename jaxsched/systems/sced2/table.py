@@ -34,6 +34,7 @@ from jaxsched.experiments.paper import (
     Report,
     config_arguments,
     evaluated_configs,
+    head,
     parse_numbers,
     print_written,
 )
@@ -86,14 +87,15 @@ def _learners(results: dict) -> list[str]:
 
 def fig7(configs, out: Path) -> list[str]:
     lines = ["## Fig. 7: per 1-GPU share (held-out episodes)", ""]
-    header = "| 1-GPU share | policy | " + " | ".join(h for _, h, _ in FIG7_METRICS) + " |"
-    lines += [header, "|---|---|" + "---:|" * len(FIG7_METRICS)]
+    lines += head("1-GPU share", "policy", *(h for _, h, _ in FIG7_METRICS), text=2)
     ratios = [
         "",
-        "| 1-GPU share | learner vs best baseline | "
-        + " | ".join(f"{h}: ours (paper)" for _, h, _ in FIG7_METRICS)
-        + " |",
-        "|---|---|" + "---:|" * len(FIG7_METRICS),
+        *head(
+            "1-GPU share",
+            "learner vs best baseline",
+            *(f"{h}: ours (paper)" for _, h, _ in FIG7_METRICS),
+            text=2,
+        ),  # fmt: skip
     ]
     bars = {key: {} for key, _, _ in FIG7_METRICS}
     for cfg, results in sorted(configs, key=lambda c: c[0].workload.single_gpu_share):
@@ -154,8 +156,7 @@ def fig8(cfg: SCED2Config, intervals, out: Path) -> list[str]:
     lines = [
         "## Fig. 8: average effectiveness against the mean arrival interval",
         "",
-        "| policy | " + " | ".join(f"{v:,.0f} s" for v in x) + " |",
-        "|---|" + "---:|" * len(x),
+        *head("policy", *(f"{v:,.0f} s" for v in x)),
     ]
     lines += [f"| {k} | " + " | ".join(f"{e:.3f}" for e in v) + " |" for k, v in series.items()]
     return lines + [""]
@@ -192,8 +193,7 @@ def fig9(cfg: SCED2Config, results: dict, out: Path) -> list[str]:
     lines = [
         "## Fig. 9: time-weighted average fragmentation (held-out episodes)",
         "",
-        "| policy | fragmentation |",
-        "|---|---:|",
+        *head("policy", "fragmentation"),
     ]
     lines += [
         f"| {p} | {_ms(r['fragmentation'])[0]:.3f} ± {_ms(r['fragmentation'])[1]:.3f} |"
@@ -227,8 +227,7 @@ def fig10_and_table3(cfg: SCED2Config, results: dict, out: Path) -> list[str]:
     lines = [
         "## Fig. 10: average run and wait times (s)",
         "",
-        "| policy | run time | wait |",
-        "|---|---:|---:|",
+        *head("policy", "run time", "wait"),
     ]
     for p in shown:
         lines.append(
@@ -241,9 +240,14 @@ def fig10_and_table3(cfg: SCED2Config, results: dict, out: Path) -> list[str]:
         "",
         "## Table III: locality by job type (multi-GPU jobs; waits over all jobs of the type)",
         "",
-        "| policy | relaxed, sensitive | relaxed, insensitive | wait sensitive (s) | wait insensitive (s) "
-        "| reused locality |",
-        "|---|---:|---:|---:|---:|---:|",
+        *head(
+            "policy",
+            "relaxed, sensitive",
+            "relaxed, insensitive",
+            "wait sensitive (s)",
+            "wait insensitive (s)",
+            "reused locality",
+        ),  # fmt: skip
     ]
     for p in shown:
         r = {k: _ms(results[p][k])[0] for k in PAPER_TABLE3}
