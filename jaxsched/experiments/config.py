@@ -31,7 +31,6 @@ from typing import Any, ClassVar
 import yaml
 
 from jaxsched.core.checks import choices
-from jaxsched.core.keys import EVAL_TAG, TEST_BANK_TAG, TRAIN_BANK_TAG, VALIDATION_TAG, purpose_key  # noqa: F401
 
 # Common spellings of a field, so a near-miss suggests the right key (e.g. learning_rate -> lr).
 ALIASES = {

@@ -415,6 +415,7 @@ class Replay:
     ev: Evaluation
     cfg: Any
     env: Any  # the env played (`ev.env`): its params may come from any bank of its shapes
+    test_params: Any  # the config's own test bank
     policies: dict
     steps: dict
     episodes: np.ndarray  # i32[E]: the test episodes played
@@ -430,7 +431,7 @@ class Replay:
         for name in ev.learner.names(cfg):
             if (ev.learner.run_dir(cfg, name) / CHECKPOINT_DIR).is_dir():
                 policies[name], steps[name] = restore_policy(ev, cfg, name, env, train_params)
-        return cls(ev, cfg, ev.env(cfg, env), policies, steps, idx, ev.keys(cfg, len(idx)))
+        return cls(ev, cfg, ev.env(cfg, env), test_params, policies, steps, idx, ev.keys(cfg, len(idx)))
 
     def run(self, params, learners=(), baselines=(), **eval_changes) -> tuple[dict, dict]:
         """The baselines `baselines` (names of the config's `eval.baselines` kind; `eval_changes`: other

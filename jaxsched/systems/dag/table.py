@@ -160,7 +160,8 @@ class Reevaluator:
 
     @classmethod
     def of(cls, cfg: DAGSystemConfig) -> Reevaluator:
-        return cls(Replay.of(EVALUATION, cfg), _shape(build_params(cfg, make_env(cfg), "test")))
+        replay = Replay.of(EVALUATION, cfg)
+        return cls(replay, _shape(replay.test_params))
 
     @property
     def cfg(self) -> DAGSystemConfig:
