@@ -34,13 +34,14 @@ def cfg(tmp_path):
     return load_das_config(QUICK, [f"out_dir={tmp_path / 'main'}", "num_seeds=1"])
 
 
-def test_runs_stack_by_training_seed_and_repeat_the_heuristics(cfg, tmp_path, monkeypatch):
-    heuristic = {"avg_jct_min": np.array([[10.0, 20.0]]), "avg_fee": np.array([[1.0, 2.0]])}
-    monkeypatch.setattr(das_rows, "heuristic_rows", lambda cfg, built=None: {"fifo_firstfit": heuristic})
+def test_runs_stack_by_training_seed_and_repeat_the_heuristics(cfg, tmp_path):
+    results = {
+        "fifo_firstfit": {"avg_jct_min": {"values": [[10.0, 20.0]]}, "avg_fee": {"values": [[1.0, 2.0]]}}
+    }
     fake_run(tmp_path / "main", cfg, "das", 0, [[1, 2]])
     s2 = fake_run(tmp_path / "b", cfg, "das", 2, [[5, 6]])
     s1 = fake_run(tmp_path / "a", cfg, "das", 1, [[3, 4]])
-    rows = das_rows.collect_rows(cfg, runs=[s2, s1])
+    rows = das_rows.collect_rows(cfg, results, runs=[s2, s1])
     np.testing.assert_array_equal(rows["das"]["avg_jct_min"], [[1, 2], [3, 4], [5, 6]])  # seed order
     np.testing.assert_array_equal(rows["fifo_firstfit"]["avg_jct_min"], [[10, 20]] * 3)
     assert rows["dl2"] is None
@@ -49,10 +50,10 @@ def test_runs_stack_by_training_seed_and_repeat_the_heuristics(cfg, tmp_path, mo
     # the heuristics repeat as often as DAS has seeds, not as the most-trained variant has
     for seed, root in ((0, "main"), (1, "a"), (2, "b"), (3, "c")):
         fake_run(tmp_path / root, cfg, "da", seed, [[7, 8]])
-    rows = das_rows.collect_rows(cfg, runs=[s2, s1, tmp_path / "c" / cfg.name])
+    rows = das_rows.collect_rows(cfg, results, runs=[s2, s1, tmp_path / "c" / cfg.name])
     assert rows["da"]["avg_jct_min"].shape == (4, 2) and rows["fifo_firstfit"]["avg_jct_min"].shape == (3, 2)
-    # without --runs the table is what it was: the config's own run only, nothing repeated
-    rows = das_rows.collect_rows(cfg)
+    # without --runs: the config's own evaluation only (`load_evaluated` read its variants), nothing repeated
+    rows = das_rows.collect_rows(cfg, results | {"das": {"avg_jct_min": {"values": [[1, 2]]}}})
     assert rows["fifo_firstfit"]["avg_jct_min"].shape == (1, 2) and rows["das"]["avg_jct_min"].shape == (1, 2)
 
 
@@ -69,10 +70,16 @@ def test_runs_refuse_a_repeated_seed_or_another_recipe(cfg, tmp_path):
 def test_runs_cli_errors_name_the_option(tmp_path, capsys):
     from jaxsched.cli import main
 
-    assert main(["table", "das", "--config", str(QUICK), "--latency", "--runs", str(tmp_path)]) != 0
+    table = ["table", "das", str(QUICK), "--out", str(tmp_path / "t")]
+    assert main([*table, "--latency", "--runs", str(tmp_path)]) != 0
     assert "--latency does not depend on the weights" in capsys.readouterr().err
-    assert main(["table", "das", "--config", str(QUICK), "--runs", str(tmp_path / "missing")]) != 0
+    assert main([*table, "--runs", str(tmp_path / "missing")]) != 0
     assert "--runs: no such run directory" in capsys.readouterr().err
+    two = ["table", "das", str(QUICK), str(QUICK), "--out", str(tmp_path)]
+    assert main([*two, "--runs", str(tmp_path)]) != 0
+    assert "--runs belongs to one config" in capsys.readouterr().err
+    assert main([*table, "--planners", "tabu"]) != 0
+    assert "--planners: unknown ['tabu']" in capsys.readouterr().err
 
 
 def test_load_levels_stack_the_runs_by_training_seed(cfg, tmp_path, monkeypatch):
@@ -104,3 +111,22 @@ class _Params:
         p = _Params()
         p.load_scale = float(load_scale)
         return p
+
+
+def test_a_variants_own_record_fills_in_the_configs_evaluation(cfg, tmp_path):
+    """`load_evaluated` (what every `jaxsched table` reads): a variant's own `<run dir>/<variant>/eval.json`
+    (a record with its `results`) stands for it when the run's eval.json is missing or lacks it."""
+    from jaxsched.experiments.evaluate import load_evaluated
+    from jaxsched.systems.das import SYSTEM
+
+    overrides = [f"out_dir={tmp_path / 'main'}", "num_seeds=1"]
+    with pytest.raises(FileNotFoundError, match="jaxsched eval"):
+        load_evaluated(QUICK, SYSTEM, overrides)
+    fake_run(tmp_path / "main", cfg, "da", 0, [[1, 2]])
+    _, results = load_evaluated(QUICK, SYSTEM, overrides)
+    assert list(results) == ["da"] and results["da"]["avg_jct_min"]["values"] == [[1, 2]]
+    heuristics = {"fifo_firstfit": {"avg_jct_min": {"values": [[10.0, 20.0]]}}}
+    (cfg.run_dir / "eval.json").write_text(json.dumps(heuristics))
+    rows = das_rows.collect_rows(cfg, load_evaluated(QUICK, SYSTEM, overrides)[1])
+    assert rows["fifo_firstfit"]["avg_jct_min"].tolist() == [[10, 20]] and rows["da"] is not None
+    assert rows["das"] is None and rows["mosa"] is None

@@ -183,20 +183,19 @@ def test_cli_train_das(tmp_path, capsys):
 
 
 def test_table_das_pairs_rows_and_reevaluates_checkpoints(full_run, tmp_path, capsys):
-    """`jaxsched table das` on the quick config: heuristic rows, the trained variant's stored results,
-    the load-level re-evaluation from its checkpoint (×1 reproduces eval.json exactly), latency rows."""
+    """`jaxsched table das CONFIG` on the quick config, once `jaxsched eval` has run: the heuristics' and
+    the trained variant's rows as eval.json holds them, the load-level re-evaluation from its checkpoint
+    (×1 reproduces eval.json exactly), latency rows; `--out-dir` says where the runs are, as for `train`."""
     cfg, run_dir = full_run
-    config_dir = tmp_path / "configs"
-    config_dir.mkdir()
-    (config_dir / "small.yaml").write_text(QUICK.read_text())
-    out = tmp_path / "table.json"
-    argv = ["table", "das", "--cluster", "small", "--config-dir", str(config_dir), "--loads", "0.5,1",
-            "--latency", "--json", str(out), "--markdown", str(tmp_path / "table.md")]  # fmt: skip
-    for s in [*SMALLER, f"out_dir={cfg.out_dir}"]:
-        argv += ["--set", s]
+    overrides = [a for s in [*SMALLER, *SELECT] for a in ("--set", s)]
+    table = ["table", "das", str(QUICK), "--out", str(tmp_path / "t"), *overrides]
+    assert main([*table, "--out-dir", str(tmp_path / "elsewhere")]) == 2  # not evaluated there
+    assert "no " in capsys.readouterr().err
+    assert main(["eval", str(QUICK), "--checkpoint", str(run_dir.parent), *overrides]) == 0
+    argv = [*table, "--out-dir", cfg.out_dir, "--loads", "0.5,1", "--latency"]
     assert main(argv) == 0
     assert "DRF-FirstFit" in capsys.readouterr().out
-    rec = json.loads(out.read_text())["small"]
+    rec = json.loads((tmp_path / "t" / "table.json").read_text())[cfg.name]
     rows = rec["rows"]
     assert rows["das"] is None and rows["mosa"] is None  # not trained / not evaluated
     stored = json.loads((run_dir / "eval.json").read_text())["results"]["avg_jct_min"]["values"]
@@ -208,7 +207,7 @@ def test_table_das_pairs_rows_and_reevaluates_checkpoints(full_run, tmp_path, ca
     )
     assert {r["name"] for r in rec["latency"]} >= {"fifo_firstfit", "da"}
     assert all(r["round_s"] > 0 and r["per_job_s"] <= r["round_s"] for r in rec["latency"])
-    assert "Wilcoxon" in (tmp_path / "table.md").read_text()
+    assert "Wilcoxon" in (tmp_path / "t" / "table.md").read_text()
 
 
 def test_significance_picks_the_best_baseline():

@@ -152,20 +152,26 @@ def evaluate_policies(
     return {n: {k: np.asarray(v[i]) for k, v in out.items()} for i, n in enumerate(names)}
 
 
-def load_evaluated(path, system):
+def load_evaluated(path, system, overrides=()):
     """`(config, {policy: {metric: {...}}})` of a trained and evaluated config of `system` (an
-    `experiments.system.System`; what its `jaxsched table` reads): the run's eval.json (`jaxsched eval
-    CONFIG --checkpoint RUN`), completed by each learner's own `<run dir>/<learner>/eval.json` for a policy
-    missing there. A config of another kind is a `ValueError` naming its `kind:`."""
+    `experiments.system.System`; what its `jaxsched table` reads), `overrides` (`KEY=VALUE`) applied: the
+    run's eval.json (`jaxsched eval CONFIG --checkpoint RUN`), completed by each learner's own `<run
+    dir>/<learner>/eval.json` for a policy missing there (a learner's record, `Evaluation.record`, gives
+    its `results`). A config of another kind is a `ValueError` naming its `kind:`."""
     import json
 
     from jaxsched.experiments.config import load_config
 
-    cfg = load_config(path, {system.kind: system.config})
+    cfg = load_config(path, {system.kind: system.config}, overrides)
+    own = [(label, d / EVAL_FILE) for label, d in system.run_dirs(cfg).items()]
+    found = [(None, cfg.run_dir / EVAL_FILE), *own]
     results: dict = {}
-    for eval_path in [cfg.run_dir / EVAL_FILE] + [d / EVAL_FILE for d in system.run_dirs(cfg).values()]:
+    for label, eval_path in found:
         if eval_path.is_file():
-            for policy, entry in json.loads(eval_path.read_text()).items():
+            payload = json.loads(eval_path.read_text())
+            if label is not None and "results" in payload:  # a learner's own record
+                payload = {label: payload["results"]}
+            for policy, entry in payload.items():
                 results.setdefault(policy, entry)
     if not results:
         raise FileNotFoundError(

@@ -16,14 +16,19 @@ from pathlib import Path
 from jaxsched.experiments.report import DASH, machine_line, write_json
 
 
-def evaluated_configs(paths, system) -> list[tuple]:
-    """`[(config, {label: {metric: stats}})]` of trained and evaluated configs (`load_evaluated`); none is
-    a `ValueError`."""
+def evaluated_configs(paths, system, overrides=()) -> list[tuple]:
+    """`[(config, {label: {metric: stats}})]` of trained and evaluated configs (`load_evaluated`, the
+    `KEY=VALUE` `overrides` applied to each); none is a `ValueError`."""
     from jaxsched.experiments.evaluate import load_evaluated
 
     if not paths:
         raise ValueError(f"table {system.kind}: give at least one config")
-    return [load_evaluated(p, system) for p in paths]
+    return [load_evaluated(p, system, overrides) for p in paths]
+
+
+def table_overrides(args) -> list[str]:
+    """The configs' overrides of `config_arguments`: `--set KEY=VALUE` ..., then `--out-dir`."""
+    return [*args.set, *([f"out_dir={args.out_dir}"] if args.out_dir else [])]
 
 
 @dataclass
@@ -58,11 +63,14 @@ class Report:
 
 
 def config_arguments(parser, kind: str, files: str) -> None:
-    """The trained and evaluated configs and `--out` (the folder for `files`)."""
+    """The trained and evaluated configs, where their runs are (`--out-dir`, `--set`, as for `jaxsched
+    train`) and `--out` (the folder for `files`)."""
     parser.add_argument(
         "configs", nargs="+", help=f"trained and evaluated {kind} configs (jaxsched eval first)"
     )
     parser.add_argument("--out", required=True, help=f"folder for {files}")
+    parser.add_argument("--out-dir", default=None, help="the configs' out_dir, as given to jaxsched train")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
 
 
 def print_written(text: str, out) -> int:

@@ -47,6 +47,7 @@ from jaxsched.experiments.paper import (
     head,
     parse_numbers,
     print_written,
+    table_overrides,
 )
 from jaxsched.experiments.plots import plot_cdf_panels, plot_line_panels
 from jaxsched.experiments.report import DASH, mean_std
@@ -354,11 +355,11 @@ def fig6(ev: Reevaluator, mus, rates, out: Path) -> tuple[list[str], dict]:
 
 
 # ---- the command ----------------------------------------------------------------------------------------
-def dag_table(config_paths, out_dir, loads=(), jobs=(), mus=(), rates=()) -> str:
+def dag_table(config_paths, out_dir, loads=(), jobs=(), mus=(), rates=(), overrides=()) -> str:
     """Table 1 and Figs. 4–6 (module docstring) into `out_dir`; returns table.md's text."""
     from jaxsched.systems.dag import SYSTEM
 
-    configs = evaluated_configs(config_paths, SYSTEM)
+    configs = evaluated_configs(config_paths, SYSTEM, overrides)
     report = Report.start(out_dir, f"Idle-slot DAG scheduling: {', '.join(c.name for c, _ in configs)}")
     report.add("table1", table1(configs))
     synthetic = next((c for c, _ in configs if c.workload.source == "synthetic"), None)
@@ -405,5 +406,6 @@ def run_from_args(args) -> int:
         jobs=parse_numbers(args.jobs, "--jobs", integer=True),
         mus=parse_numbers(args.mus, "--mus"),
         rates=parse_numbers(args.rates, "--rates"),
+        overrides=table_overrides(args),
     )
     return print_written(text, args.out)

@@ -1,6 +1,7 @@
 """The rows of `jaxsched table das`: per scheduler, one value per (seed, test episode), with the same
-evaluation keys for every row — the heuristics evaluated now, the planners and the learned variants from
-the `eval.json` their runs wrote, several training seeds stacked (see `table`'s docstring)."""
+evaluation keys for every row — the heuristics and the learned variants from the config's evaluation
+(`jaxsched eval`), the planners from the `eval.json` `--planners` wrote, several training seeds stacked
+(see `table`'s docstring)."""
 
 from __future__ import annotations
 
@@ -105,14 +106,25 @@ def stacked_learned_rows(cfg: DASConfig, run_dirs) -> dict:
     return out
 
 
-def collect_rows(cfg: DASConfig, built=None, runs=()) -> dict:
-    """Every row of the table in display order: heuristics, planners, learned schedulers. `runs`: more
+def evaluated_values(results: dict) -> dict:
+    """`{policy: {metric: [S, E]}}` from `jaxsched eval`'s results (their `values`)."""
+    out = {}
+    for name, entry in results.items():
+        out[name] = {k: np.asarray(v["values"], np.float64) for k, v in entry.items() if "values" in v}
+        if not out[name]:
+            raise ValueError(f"{name}: no per-episode values in its eval.json; re-run jaxsched eval")
+    return out
+
+
+def collect_rows(cfg: DASConfig, results: dict, runs=()) -> dict:
+    """Every row of the table in display order: heuristics, planners, learned schedulers (None: not
+    evaluated). `results`: the config's evaluation (`experiments.paper.evaluated_configs`); `runs`: more
     run directories of `cfg`'s recipe under other training seeds (module docstring)."""
-    rows = dict(heuristic_rows(cfg, built))
+    values = evaluated_values(results)
+    rows = {n: r for n, r in values.items() if n not in LEARNED_ORDER}
     rows.update(stored_rows(cfg, PLANNERS))
     if not runs:
-        rows.update(stored_rows(cfg, LEARNED_ORDER))
-        return rows
+        return rows | {v: values.get(v) for v in LEARNED_ORDER}
     learned = stacked_learned_rows(cfg, [cfg.run_dir, *map(Path, runs)])
     # As many repeats as DAS (Table 3's subject) has training seeds, else as the most-trained variant has.
     seeds = {n: r["avg_jct_min"].shape[0] // cfg.num_seeds for n, r in learned.items() if r is not None}

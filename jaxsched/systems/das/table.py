@@ -1,18 +1,19 @@
-"""`jaxsched table das`: the DAS paper's result tables from trained runs and freshly evaluated baselines.
+"""`jaxsched table das`: the DAS paper's tables from trained and evaluated configs.
 
-    jaxsched table das --cluster small                     # Table 1 rows + Table 3 (Wilcoxon)
-    jaxsched table das --cluster all --markdown out.md     # every cluster with a config
-    jaxsched table das --cluster small --loads 0.5,1,2     # App. E: Low / Normal / High arrival rates
-    jaxsched table das --cluster small --latency           # App. F: decision time per round and per job
-    jaxsched table das --cluster small --planners mosa     # evaluate MOSA first (slow), then tabulate
-    jaxsched table das --config configs/das/small_cpu.yaml --runs runs/s1/das_small_cpu runs/s2/das_small_cpu
-                                                           # training seeds run one process each
+    jaxsched table das configs/das/small.yaml --out docs/results/das  # Table 1, Table 3 (Wilcoxon), claims
+    jaxsched table das configs/das/small.yaml configs/das/medium.yaml --out DIR    # a section per config
+    jaxsched table das configs/das/small.yaml --loads 0.5,1,2 --out DIR   # App. E: Low / Normal / High
+    jaxsched table das configs/das/small.yaml --latency --out DIR         # App. F: time per round and job
+    jaxsched table das configs/das/small.yaml --planners mosa --out DIR   # evaluate MOSA first (slow)
+    jaxsched table das configs/das/small_cpu.yaml --runs runs/s1/das_small_cpu runs/s2/das_small_cpu --out DIR
 
-A cluster's config is `configs/das/<cluster>.yaml` (`--config-dir`). Rows:
-  * the heuristics of `eval.policies`, evaluated now on the test episodes (seconds);
-  * MOSA / MALO, from `<run dir>/<planner>/eval.json` once `--planners` has evaluated them;
-  * the learned schedulers (DL², RIFLING, DA, DA+MC, DA+RWGP, DAS), from the `eval.json` that
-    `jaxsched train` writes into `<run dir>/<variant>/`; a variant not trained yet is listed as such.
+Every config is trained and evaluated first (`jaxsched train C`, then `jaxsched eval C --checkpoint
+runs/<name>`, which writes `<run dir>/eval.json`; a config evaluated without a checkpoint gives the
+heuristics' rows alone; `--out-dir` and `--set` say where the runs are, as for `train`). Rows:
+  * the heuristics of `eval.policies` and the learned schedulers (DL², RIFLING, DA, DA+MC, DA+RWGP, DAS)
+    from that evaluation, a variant missing there from the `eval.json` its training wrote into `<run
+    dir>/<variant>/`; a variant not trained yet is listed as such;
+  * MOSA / MALO, from `<run dir>/<planner>/eval.json` once `--planners` has evaluated them.
 Every row holds one value per (seed, test episode), with the same evaluation keys, so rows are paired:
 mean ± std is over seeds × episodes, and the Wilcoxon signed-rank test (Table 3) pairs test episodes (each
 row's mean over its seeds: an episode is one unit however many seeds saw it). The paper's test pairs jobs;
@@ -25,12 +26,12 @@ once per training seed of DAS (of the most-trained variant when DAS has none): t
 With `--loads`, each run's selected actor is evaluated again at each load and stacked the same way.
 Below Table 3 every claim of the paper's §5.2 (DAS below each baseline, the ablation order, DAS below DL²
 and RIFLING) gets a verdict from a test paired by episode, with its power against the paper's gap.
+Everything lands in `--out`: `table.md` and `table.json` (every number, a section per config).
 """
 
 from __future__ import annotations
 
-import json
-import time
+import sys
 from pathlib import Path
 
 import jax
@@ -39,7 +40,15 @@ import numpy as np
 
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
 from jaxsched.agents.das import PRESETS
-from jaxsched.experiments.paper import head, parse_numbers
+from jaxsched.experiments.paper import (
+    Report,
+    config_arguments,
+    evaluated_configs,
+    head,
+    parse_numbers,
+    print_written,
+    table_overrides,
+)
 from jaxsched.experiments.report import claim_table_lines
 from jaxsched.experiments.stats import (
     claim_verdict,
@@ -50,7 +59,7 @@ from jaxsched.experiments.stats import (
 )
 from jaxsched.experiments.throughput import median_time
 from jaxsched.policies.gpu_cloud import make_heuristic
-from jaxsched.systems.das.config import DASConfig, load_das_config
+from jaxsched.systems.das.config import DASConfig
 from jaxsched.systems.das.episodes import build_for_eval
 from jaxsched.systems.das.evaluation import DAS_METRICS
 from jaxsched.systems.das.rows import (
@@ -61,7 +70,6 @@ from jaxsched.systems.das.rows import (
     label,
     runs_by_seed,
 )
-from jaxsched.workloads.ddl import CLUSTER_SIZES
 
 HELP = "the DAS paper's tables (1, 3, App. E, F) from trained runs and freshly evaluated baselines"
 
@@ -318,109 +326,84 @@ def latency_lines(rows: list[dict]) -> list[str]:
     return out
 
 
-# ---- command line -------------------------------------------------------------------------------------
+# ---- the command ----------------------------------------------------------------------------------------
+def _plain(row: dict | None) -> dict | None:
+    return None if row is None else {k: np.asarray(v).tolist() for k, v in row.items()}
+
+
+def section(cfg: DASConfig, results: dict, runs=(), loads=(), latency: bool = False) -> tuple[list, dict]:
+    """One config's Table 1, Table 3, claims and, when asked, load levels and latency: `(lines, numbers)`."""
+    cluster = cfg.cluster.size
+    rows = collect_rows(cfg, results, runs=runs)
+    tests, verdicts = significance(rows), claims(rows, cluster)
+    lines = [
+        f"## {cfg.name}: {cluster} cluster ({cfg.cluster.machines} machines × 8 GPUs), mean ± std over "
+        f"seeds × test episodes of {cfg.env.episode_jobs:,} jobs",
+        "",
+        *table1_lines(rows, cluster), "", "Wilcoxon signed-rank tests:", "", *significance_lines(tests), "",
+        "The paper's claims (paired by test episode, seeds averaged; α = 0.05):", "", *claim_lines(verdicts),
+    ]  # fmt: skip
+    if runs:
+        note = (f"Learned rows stack {1 + len(runs)} run directories by training seed; the heuristic and "
+                "planner rows repeat their one evaluation for each seed (the same keys).")  # fmt: skip
+        lines[1:1] = ["", note]
+    rec = {"config": cfg.name, "cluster": cluster, "rows": {n: _plain(r) for n, r in rows.items()},
+           "wilcoxon": tests, "claims": verdicts}  # fmt: skip
+    learned = [v for v in PRESETS if rows.get(v) is not None]
+    if loads:
+        levels = load_level_rows(cfg, loads, learned, runs=runs)
+        lines += ["", "Load levels (App. E; trained at ×1):", "", *load_level_lines(levels)]
+        rec["loads"] = {str(x): {n: _plain(r) for n, r in lv.items()} for x, lv in levels.items()}
+    if latency:
+        lat = latency_rows(cfg, learned or ["das"], planners=[p for p in PLANNERS if rows.get(p) is not None])
+        lines += ["", f"Decision latency (App. F; batch 1, {lat[0]['device']}):", "", *latency_lines(lat)]
+        rec["latency"] = lat
+    return lines + [""], rec
+
+
+def das_table(config_paths, out_dir, runs=(), planners=(), planner_episodes=None, planner_seeds=None,
+              loads=(), latency: bool = False, overrides=()) -> str:  # fmt: skip
+    """Every config's `section` (module docstring) into `out_dir`; returns table.md's text."""
+    from jaxsched.systems.das import SYSTEM
+
+    unknown = sorted(set(planners) - set(PLANNERS))
+    if unknown:
+        raise ValueError(f"--planners: unknown {unknown} (choose from {', '.join(PLANNERS)})")
+    if runs and latency:
+        raise ValueError("--latency does not depend on the weights: run it without --runs")
+    if runs and len(config_paths) > 1:
+        raise ValueError("--runs belongs to one config: give that config alone")
+    missing = [str(r) for r in runs if not Path(r).is_dir()]
+    if missing:
+        raise FileNotFoundError(f"--runs: no such run directory: {', '.join(missing)}")
+    configs = evaluated_configs(config_paths, SYSTEM, overrides)
+    report = Report.start(out_dir, f"DAS: {', '.join(c.name for c, _ in configs)}")
+    for cfg, results in configs:
+        for p in planners:
+            print(f"table das: evaluating {label(p)} on {cfg.name} (slow) …", file=sys.stderr, flush=True)
+            evaluate_planner(cfg, p, planner_episodes, planner_seeds)
+        report.add(cfg.name, section(cfg, results, runs, loads, latency))
+    return report.write()
+
+
 def add_arguments(parser) -> None:
-    parser.add_argument("--cluster", default="small", choices=[*CLUSTER_SIZES, "all"])
-    parser.add_argument("--config-dir", default="configs/das", help="where <cluster>.yaml lives")
-    parser.add_argument("--config", default=None, help="tabulate this config file instead of <cluster>.yaml")
+    config_arguments(parser, "das", "table.md and table.json")
     parser.add_argument(
         "--runs", nargs="+", default=[], metavar="RUN_DIR",
         help="more run dirs (out_dir/name) of the same config trained with other seeds; stacked as seeds",
     )  # fmt: skip
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     parser.add_argument("--planners", default="", help="first evaluate these planners (mosa,malo): slow")
     parser.add_argument("--planner-episodes", type=int, default=None, help="test episodes for --planners")
     parser.add_argument("--planner-seeds", type=int, default=None, help="seeds for --planners")
     parser.add_argument("--loads", default="", help="App. E: arrival-rate multipliers, e.g. 0.5,1,2")
     parser.add_argument("--latency", action="store_true", help="App. F: decision time per round and per job")
-    parser.add_argument("--markdown", default=None, help="also write the tables as Markdown here")
-    parser.add_argument("--json", default=None, help="also write every number as JSON here")
-
-
-def _plain(row: dict) -> dict:
-    return {k: np.asarray(v).tolist() for k, v in row.items()}
 
 
 def run_from_args(args) -> int:
-    from rich.console import Console
-    from rich.markdown import Markdown
-
-    planners = [p.strip() for p in args.planners.split(",") if p.strip()]
-    if set(planners) - set(PLANNERS):
-        raise ValueError(
-            f"--planners: unknown {sorted(set(planners) - set(PLANNERS))} (choose from mosa, malo)"
-        )
-    loads = parse_numbers(args.loads, "--loads")
-    if args.runs and args.latency:
-        raise ValueError("--latency does not depend on the weights: run it without --runs")
-    if args.config is not None:
-        if not Path(args.config).is_file():
-            raise FileNotFoundError(f"--config: no such file: {args.config}")
-        paths = {load_das_config(args.config, args.set).cluster.size: Path(args.config)}
-    else:
-        clusters = list(CLUSTER_SIZES) if args.cluster == "all" else [args.cluster]
-        paths = {c: Path(args.config_dir) / f"{c}.yaml" for c in clusters}
-        if args.cluster != "all" and not paths[args.cluster].exists():
-            raise FileNotFoundError(f"no config for the {args.cluster} cluster: {paths[args.cluster]}")
-    if args.runs and len(paths) > 1:
-        raise ValueError("--runs belongs to one config: name it with --config or one --cluster")
-    missing = [r for r in args.runs if not Path(r).is_dir()]
-    if missing:
-        raise FileNotFoundError(f"--runs: no such run directory: {', '.join(missing)}")
-    console = Console()
-    md, record = [], {}
-    for cluster, path in paths.items():
-        if not path.exists():
-            console.print(f"[yellow]skipping {cluster}: no {path}[/yellow]")
-            continue
-        cfg = load_das_config(path, args.set)
-        for p in planners:
-            console.print(f"evaluating {label(p)} on {cluster} (slow) …")
-            evaluate_planner(cfg, p, args.planner_episodes, args.planner_seeds)
-        t0 = time.perf_counter()
-        rows = collect_rows(cfg, runs=args.runs)
-        tests = significance(rows)
-        title = (
-            f"## {cluster.capitalize()} cluster ({cfg.cluster.machines} machines × 8 GPUs): mean ± std over "
-            f"seeds × test episodes of {cfg.env.episode_jobs:,} jobs"
-        )
-        lines = [title, "", *table1_lines(rows, cluster), "", "Wilcoxon signed-rank tests:", "",
-                 *significance_lines(tests)]  # fmt: skip
-        verdicts = claims(rows, cluster)
-        lines += ["", "The paper's claims (paired by test episode, seeds averaged; α = 0.05):", "",
-                  *claim_lines(verdicts)]  # fmt: skip
-        if args.runs:
-            note = (
-                f"Learned rows stack {1 + len(args.runs)} run directories by training seed; the heuristic "
-                "and planner rows repeat their one evaluation for each seed (the same keys)."
-            )
-            lines[1:1] = ["", note]
-        rec = {
-            "config": str(path),
-            "rows": {
-                n: None if r is None else {k: np.asarray(v).tolist() for k, v in r.items()}
-                for n, r in rows.items()
-            },
-            "wilcoxon": tests,
-            "claims": verdicts,
-        }
-        learned = [v for v in PRESETS if rows.get(v) is not None]
-        if loads:
-            levels = load_level_rows(cfg, loads, learned, runs=args.runs)
-            lines += ["", "Load levels (App. E; trained at ×1):", "", *load_level_lines(levels)]
-            rec["loads"] = {str(x): {n: _plain(r) for n, r in lv.items()} for x, lv in levels.items()}
-        if args.latency:
-            lat = latency_rows(
-                cfg, learned or ["das"], planners=[p for p in PLANNERS if rows.get(p) is not None]
-            )
-            lines += ["", f"Decision latency (App. F; batch 1, {lat[0]['device']}):", "", *latency_lines(lat)]
-            rec["latency"] = lat
-        lines += ["", f"({time.perf_counter() - t0:.0f} s)", ""]
-        console.print(Markdown("\n".join(lines)))
-        md += lines
-        record[cluster] = rec
-    if args.markdown:
-        Path(args.markdown).write_text("\n".join(md) + "\n")
-    if args.json:
-        Path(args.json).write_text(json.dumps(record, indent=1))
-    return 0
+    text = das_table(
+        args.configs, args.out, runs=args.runs,
+        planners=[p.strip() for p in args.planners.split(",") if p.strip()],
+        planner_episodes=args.planner_episodes, planner_seeds=args.planner_seeds,
+        loads=parse_numbers(args.loads, "--loads"), latency=args.latency, overrides=table_overrides(args),
+    )  # fmt: skip
+    return print_written(text, args.out)

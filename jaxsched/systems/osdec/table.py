@@ -43,6 +43,7 @@ from jaxsched.experiments.paper import (
     mean_of,
     print_written,
     ratio,
+    table_overrides,
     with_paper,
 )
 from jaxsched.experiments.plots import plot_lines
@@ -280,11 +281,11 @@ def episode_figure(cfg: OSDECConfig, episode: int, out: Path) -> tuple[list[str]
 
 
 # ---- the command ----------------------------------------------------------------------------------------
-def osdec_table(config_paths, out_dir, episode: int = 0) -> str:
+def osdec_table(config_paths, out_dir, episode: int = 0, overrides=()) -> str:
     """Tables 1, 2, 4 and the episode figure (module docstring) into `out_dir`; returns table.md's text."""
     from jaxsched.systems.osdec import SYSTEM
 
-    configs = evaluated_configs(config_paths, SYSTEM)
+    configs = evaluated_configs(config_paths, SYSTEM, overrides)
     report = Report.start(out_dir, f"OSDEC: {', '.join(c.name for c, _ in configs)}")
     deferrable = [c for c in configs if not c[0].workload.realtime]
     realtime = [c for c in configs if c[0].workload.realtime]
@@ -309,4 +310,5 @@ def add_arguments(parser) -> None:
 
 
 def run_from_args(args) -> int:
-    return print_written(osdec_table(args.configs, args.out, episode=args.episode), args.out)
+    text = osdec_table(args.configs, args.out, episode=args.episode, overrides=table_overrides(args))
+    return print_written(text, args.out)

@@ -37,6 +37,7 @@ from jaxsched.experiments.paper import (
     head,
     parse_numbers,
     print_written,
+    table_overrides,
 )
 from jaxsched.experiments.plots import plot_grouped_bars, plot_lines
 from jaxsched.experiments.stats import best_of, favouring, opponent
@@ -259,10 +260,10 @@ def fig10_and_table3(cfg: SCED2Config, results: dict, out: Path) -> list[str]:
     return lines + [""]
 
 
-def sced2_table(config_paths, out_dir, intervals=()) -> str:
+def sced2_table(config_paths, out_dir, intervals=(), overrides=()) -> str:
     from jaxsched.systems.sced2 import SYSTEM
 
-    configs = evaluated_configs(config_paths, SYSTEM)
+    configs = evaluated_configs(config_paths, SYSTEM, overrides)
     cfg, results = configs[0]
     report = Report.start(out_dir, f"SCED²: {', '.join(c.name for c, _ in configs)}")
     report.add(None, (fig7(configs, report.out), None))
@@ -281,4 +282,4 @@ def add_arguments(parser) -> None:
 
 def run_from_args(args) -> int:
     intervals = parse_numbers(args.intervals, "--intervals")
-    return print_written(sced2_table(args.configs, args.out, intervals), args.out)
+    return print_written(sced2_table(args.configs, args.out, intervals, table_overrides(args)), args.out)
