@@ -82,7 +82,10 @@ def test_shipped_configs_load():
         ),
         ({"workload": {"source": "mixed", "max_tasks": 4}}, r"workload.max_tasks: the mixed source draws"),
         ({"workload": {"load": None}}, r"workload.load is required \(> 0\) for workload.source 'synthetic'"),
-        ({"agent": {"variants": ["full", "greedy"]}}, r"agent.variants must be a non-empty list of full,"),
+        (
+            {"agent": {"variants": ["full", "greedy"]}},
+            r"agent.variants: unknown variant 'greedy'; choose from full,",
+        ),
         ({"agent": {"variants": ["full", "full"]}}, r"agent.variants has duplicates"),
         ({"reinforce": {"updates_per_chunk": 3}}, r"reinforce.updates_per_chunk \(3\) must divide"),
         ({"eval": {"baselines": ["tetris"]}}, r"eval.baselines: unknown heuristic 'tetris'"),

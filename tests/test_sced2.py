@@ -62,7 +62,7 @@ def _config(**sections) -> SCED2Config:
         ({"workload": {"multi_gpu_weights": [0.5]}}, r"workload.multi_gpu_weights must have one weight per"),
         ({"workload": {"single_gpu_share": 1.5}}, r"workload.single_gpu_share must be in \[0, 1\]"),
         ({"workload": {"source": "csv"}}, r"workload.path is required"),
-        ({"agent": {"networks": ["cnn"]}}, r"agent.networks must be a non-empty list of shared, mlp"),
+        ({"agent": {"networks": ["cnn"]}}, r"agent.networks: unknown network 'cnn'; choose from shared, mlp"),
         ({"eval": {"baselines": ["tetris"]}}, r"eval.baselines: unknown heuristic 'tetris'"),
         ({"eval": {"headline": "queue", "baseline_windows": ["window"]}}, r"eval.headline must be one of"),
         ({"dqn": {"learning_starts": 4}}, r"dqn.learning_starts must be >= 8"),

@@ -28,6 +28,12 @@ def in_unit_interval(cfg, prefix: str, names) -> None:
             raise ValueError(f"{prefix}.{name} must be in [0, 1], got {value}")
 
 
+def one_of(value, key: str, known) -> None:
+    """`value` (the config key `key`, e.g. "eval.select") is one of `known`."""
+    if value not in known:
+        raise ValueError(f"{key} must be one of {', '.join(map(str, known))}, got {value!r}")
+
+
 def choices(values, key: str, known, what: str, nonempty: bool = False) -> None:
     """Every entry of the list `values` (the config key `key`, e.g. "eval.baselines") is one of `known`
     (`what` they are, for the message: "heuristic"), none twice, and with `nonempty` there is at least one."""

@@ -26,7 +26,7 @@ from typing import ClassVar
 import numpy as np
 
 from jaxsched.agents.reinforce import ReinforceConfig
-from jaxsched.core.checks import at_least
+from jaxsched.core.checks import at_least, choices
 from jaxsched.envs.dag import setup
 from jaxsched.envs.dag.env import DAGEnv
 from jaxsched.envs.dag.setup import DAGSetup
@@ -66,12 +66,7 @@ class AgentSection:
     levels: int | None = None
 
     def __post_init__(self):
-        if not self.variants or any(v not in VARIANTS for v in self.variants):
-            raise ValueError(
-                f"agent.variants must be a non-empty list of {', '.join(VARIANTS)}, got {list(self.variants)}"
-            )
-        if len(set(self.variants)) != len(self.variants):
-            raise ValueError(f"agent.variants has duplicates: {list(self.variants)}")
+        choices(self.variants, "agent.variants", VARIANTS, "variant", nonempty=True)
         at_least(self, "agent", ("hidden",))
         if self.levels is not None and self.levels < 1:
             raise ValueError(f"agent.levels must be >= 1 or null, got {self.levels}")

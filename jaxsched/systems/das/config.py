@@ -26,6 +26,7 @@ from typing import ClassVar
 
 from jaxsched.agents.das import PRESETS, DASAgentConfig
 from jaxsched.agents.mappo import MAPPOConfig
+from jaxsched.core.checks import one_of
 from jaxsched.envs.gpu_cloud.setup import GPUCloudSetup, build
 from jaxsched.experiments.config import ExperimentConfig, config_from_dict, load_config
 from jaxsched.experiments.select import SELECT
@@ -51,8 +52,7 @@ class EvalSection:
         for p in self.policies:
             if p not in LABELS:
                 raise ValueError(f"eval.policies: unknown policy {p!r} (choose from {', '.join(LABELS)})")
-        if self.select not in SELECT:
-            raise ValueError(f"eval.select must be one of {', '.join(SELECT)}, got {self.select!r}")
+        one_of(self.select, "eval.select", SELECT)
         if isinstance(self.validation_episodes, bool) or self.validation_episodes < 1:
             raise ValueError(f"eval.validation_episodes must be >= 1, got {self.validation_episodes!r}")
 
@@ -106,11 +106,7 @@ class DASConfig(GPUCloudSetup, ExperimentConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.mappo.imitation_teacher not in HEURISTICS:
-            raise ValueError(
-                f"mappo.imitation_teacher must be one of {', '.join(HEURISTICS)}, "
-                f"got {self.mappo.imitation_teacher!r}"
-            )
+        one_of(self.mappo.imitation_teacher, "mappo.imitation_teacher", HEURISTICS)
 
 
 def das_config_from_dict(d: dict, source: str | Path | None = None) -> DASConfig:

@@ -21,7 +21,7 @@ from typing import ClassVar
 
 from jaxsched.agents.dbf import dbf_ppo_config
 from jaxsched.agents.ppo import PPOConfig
-from jaxsched.core.checks import at_least
+from jaxsched.core.checks import at_least, choices, one_of
 from jaxsched.envs.hpc.setup import HPCSetup, build
 from jaxsched.experiments.config import ExperimentConfig, config_from_dict
 
@@ -42,8 +42,7 @@ class AgentSection:
     def __post_init__(self):
         from jaxsched.policies.scores import SCORES
 
-        if self.network not in NETWORKS:
-            raise ValueError(f"agent.network must be one of {', '.join(NETWORKS)}, got {self.network!r}")
+        one_of(self.network, "agent.network", NETWORKS)
         if self.inspector_base.removesuffix("_easy") not in SCORES:
             raise ValueError(
                 f"agent.inspector_base: unknown heuristic {self.inspector_base!r}; choose from "
@@ -81,8 +80,7 @@ class EvalSection:
         from jaxsched.experiments.select import SELECT
         from jaxsched.policies.scores import SCORES
 
-        if self.select not in SELECT:
-            raise ValueError(f"eval.select must be one of {', '.join(SELECT)}, got {self.select!r}")
+        one_of(self.select, "eval.select", SELECT)
         at_least(self, "eval", ("episodes", "baseline_window", "validation_episodes"))
         for b in self.baselines:
             if b.removesuffix("_easy") not in SCORES:
@@ -90,8 +88,7 @@ class EvalSection:
                     f"eval.baselines: unknown heuristic '{b}'; choose from {', '.join(SCORES)} "
                     "(append _easy for EASY back-filling)"
                 )
-        if len(set(self.baselines)) != len(self.baselines):
-            raise ValueError(f"eval.baselines has duplicates: {list(self.baselines)}")
+        choices(self.baselines, "eval.baselines", self.baselines, "heuristic")  # none twice
 
 
 @dataclass(frozen=True)

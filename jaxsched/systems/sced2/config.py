@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from jaxsched.agents.dqn import DQNConfig
-from jaxsched.core.checks import at_least
+from jaxsched.core.checks import at_least, choices, one_of
 from jaxsched.envs.gpu_locality.setup import GPULocalitySetup, build, make_env
 from jaxsched.experiments.config import ExperimentConfig, HeldOutEval
 from jaxsched.policies.gpu_locality import HEURISTICS
@@ -51,12 +51,7 @@ class AgentSection:
     mlp_hidden: tuple[int, ...] = (256, 256)
 
     def __post_init__(self):
-        if not self.networks or any(n not in NETWORKS for n in self.networks):
-            raise ValueError(
-                f"agent.networks must be a non-empty list of {', '.join(NETWORKS)}, got {list(self.networks)}"
-            )
-        if len(set(self.networks)) != len(self.networks):
-            raise ValueError(f"agent.networks has duplicates: {list(self.networks)}")
+        choices(self.networks, "agent.networks", NETWORKS, "network", nonempty=True)
         for name in ("server_hidden", "job_hidden", "mlp_hidden"):
             widths = getattr(self, name)
             if not widths or min(widths) < 1:
@@ -89,16 +84,8 @@ class EvalSection(HeldOutEval):
 
     def __post_init__(self):
         super().__post_init__()
-        if not self.baseline_windows or any(w not in BASELINE_WINDOWS for w in self.baseline_windows):
-            raise ValueError(
-                f"eval.baseline_windows must be a non-empty list of {', '.join(BASELINE_WINDOWS)}, "
-                f"got {list(self.baseline_windows)}"
-            )
-        if self.headline not in self.baseline_windows:
-            raise ValueError(
-                f"eval.headline must be one of eval.baseline_windows {list(self.baseline_windows)}, "
-                f"got {self.headline!r}"
-            )
+        choices(self.baseline_windows, "eval.baseline_windows", BASELINE_WINDOWS, "window", nonempty=True)
+        one_of(self.headline, "eval.headline", self.baseline_windows)
 
 
 @dataclass(frozen=True)
