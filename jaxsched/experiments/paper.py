@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jaxsched.experiments.report import DASH, machine_line, write_json
+from jaxsched.experiments.report import DASH, machine_line, mean_std, write_json
 
 
 def evaluated_configs(paths, system, overrides=()) -> list[tuple]:
@@ -114,3 +114,84 @@ def with_paper(ours: str, paper: float | None, fmt: str = ",.1f") -> str:
 def mean_of(results: dict, label: str, metric: str) -> float | None:
     """`results[label][metric]["mean"]`, None when the label or metric was not evaluated."""
     return results.get(label, {}).get(metric, {}).get("mean")
+
+
+# ---- methods × metrics tables -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Column:
+    """A column of a `methods_table`: one number per method (row) from its evaluation results.
+
+    The cell is `metric`'s mean ± std (× `sign`, as the paper prints it) with the paper's value beside
+    it (`paper`: its index in the method's row of the paper's table); with `over` (a method, e.g. the
+    reference heuristic) or `over_column` (another column's `key` in the same row) it is instead the
+    ratio of the two means, the paper's ratio beside it (`value`: the mean before it); with `test`,
+    the paired test against the best baseline (`vs_best`). `source` names which results (a table over
+    several evaluated configs); `key` names the number in table.json (default: `metric`; ratios and tests
+    keep theirs out unless named)."""
+
+    header: str
+    metric: str
+    paper: int | None = None
+    fmt: str = ",.1f"
+    sign: float = 1.0
+    source: str = ""
+    over: str | None = None
+    over_column: str | None = None
+    value: bool = False
+    test: bool = False
+    key: str | None = None
+
+    def number(self, results: dict, method: str) -> float | None:
+        """The signed mean of `method` (None: not evaluated)."""
+        mean = mean_of(results, method, self.metric)
+        return None if mean is None else self.sign * mean
+
+
+def vs_best(test: dict | None) -> str:
+    """A paired test as "×(ours ÷ theirs) vs NAME, p = P (n = N)" (its `ratio` is theirs ÷ ours)."""
+    if test is None:
+        return DASH
+    return f"×{1 / max(test['ratio'], 1e-12):.3f} vs {test['against']}, p = {test['p']:.2g} (n = {test['n']})"
+
+
+def methods_table(
+    sources: dict, columns, paper: dict | None = None, names: dict | None = None, order=(), first="method"
+) -> tuple[list[str], dict]:
+    """A markdown table, a row per method, a cell per `Column`, and its numbers (`{method: {key: value,
+    "paper": its paper row}}`). `sources`: `{source: {method: {metric: stats}}}` (a `Column.source` each);
+    `paper`: `{method: tuple}` of the paper's rows; `names`: the methods' display names; rows in `order`
+    first, then any other method that some source evaluated."""
+    paper, names = paper or {}, names or {}
+    seen = [m for res in sources.values() for m in res]
+    methods = [m for m in dict.fromkeys([*order, *seen]) if m in seen]
+    by_key = {c.key or c.metric: c for c in columns if not (c.test or c.over or c.over_column)}
+    lines, numbers = head(first, *(c.header for c in columns)), {}
+    for m in methods:
+        numbers[m], cells = {"paper": paper.get(m)}, []
+        for c in columns:
+            res, cell = sources[c.source], None
+            ours, pv = c.number(res, m), _paper_value(paper, m, c.paper)
+            if c.test:
+                number = res.get(m, {}).get(c.metric, {}).get("vs_best")
+                cell = vs_best(number)
+            elif c.over or c.over_column:
+                base = by_key[c.over_column] if c.over_column else c
+                other = c.over or m
+                number = ours
+                cell = ratio(ours, base.number(sources[base.source], other))
+                if pv is not None:
+                    cell += f" ({ratio(pv, _paper_value(paper, other, base.paper))})"
+                if c.value and ours is not None:
+                    cell = f"{ours:{c.fmt}} {cell}"
+            else:
+                entry, number = res.get(m, {}).get(c.metric), ours
+                cell = with_paper(mean_std(entry and {"mean": ours, "std": entry["std"]}, c.fmt), pv, c.fmt)
+            cells.append(cell)
+            if c.key or not (c.test or c.over or c.over_column):
+                numbers[m][c.key or c.metric] = number
+        lines.append(row(names.get(m, m), *cells))
+    return lines, numbers
+
+
+def _paper_value(paper: dict, method: str, index: int | None) -> float | None:
+    return None if index is None or method not in paper else paper[method][index]

@@ -41,10 +41,12 @@ import numpy as np
 from jaxsched.agents.das import LABELS as VARIANT_LABELS
 from jaxsched.agents.das import PRESETS
 from jaxsched.experiments.paper import (
+    Column,
     Report,
     config_arguments,
     evaluated_configs,
     head,
+    methods_table,
     parse_numbers,
     print_written,
     table_overrides,
@@ -98,23 +100,21 @@ def _cell(v, fmt: str) -> str:
     return "—" if v is None else f"{np.mean(v):{fmt}} ± {np.std(v):{fmt}}"
 
 
+def _stats(rows: dict) -> dict:
+    """`{name: {metric: {mean, std}}}` of the rows that ran (over seeds × episodes)."""
+    return {n: {k: {"mean": float(np.mean(v)), "std": float(np.std(v))} for k, v in r.items()}
+            for n, r in rows.items() if r is not None}  # fmt: skip
+
+
 def table1_lines(rows: dict, cluster: str) -> list[str]:
-    """Markdown Table 1 for one cluster (with the paper's numbers beside ours)."""
-    out = [
-        *head("scheduler", "JCT (min)", "Fee ($)", "paper JCT", "paper Fee", "seeds × episodes"),
-    ]
-    for name, r in rows.items():
-        paper = PAPER_TABLE1.get(name, {}).get(cluster)
-        p_jct, p_fee = (f"{paper[0]:,.1f}", f"{paper[1]:.2f}") if paper else ("", "")
-        if r is None:
-            out.append(f"| {label(name)} | not run | not run | {p_jct} | {p_fee} | |")
-            continue
-        shape = r["avg_jct_min"].shape
-        cells = [_cell(r[k], fmt) for k, _, fmt, _ in METRICS]
-        out.append(
-            f"| {label(name)} | {cells[0]} | {cells[1]} | {p_jct} | {p_fee} | {shape[0]} × {shape[1]} |"
-        )
-    return out
+    """Markdown Table 1 for one cluster (with the paper's numbers beside ours); rows not run named below."""
+    columns = [Column(f"{m.header} (paper)", m.key, i, m.fmt) for i, m in enumerate(METRICS)]
+    paper = {n: p[cluster] for n, p in PAPER_TABLE1.items()}
+    ran = {n: r for n, r in rows.items() if r is not None}
+    names = {n: f"{label(n)} ({' × '.join(map(str, r['avg_jct_min'].shape))})" for n, r in ran.items()}
+    lines, _ = methods_table({"": _stats(ran)}, columns, paper, names, first="scheduler (seeds × episodes)")
+    missing = [label(n) for n, r in rows.items() if r is None]
+    return lines + ([] if not missing else ["", f"Not run yet: {', '.join(missing)}."])
 
 
 def significance(rows: dict, target: str = "das") -> list[dict]:

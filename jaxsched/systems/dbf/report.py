@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxsched.experiments.config import load_yaml
-from jaxsched.experiments.paper import head
+from jaxsched.experiments.paper import Column, methods_table
 from jaxsched.experiments.plots import plot_split_sweep
 from jaxsched.experiments.report import claim_table_lines
 from jaxsched.experiments.stats import claim_verdict
@@ -37,9 +37,10 @@ def _run(run_dir: Path) -> tuple[object, dict]:
     return dbf_config_from_dict(load_yaml(cfg_path), cfg_path), json.loads(eval_path.read_text())
 
 
-def _seed_stats(entry: dict) -> tuple[float, float]:
+def _seed_stats(entry: dict) -> dict:
+    """`{mean, std}` over a learner's per-seed means."""
     per_seed = np.asarray(entry.get("per_seed") or [entry["mean"]], np.float64)
-    return float(per_seed.mean()), float(per_seed.std())
+    return {"mean": float(per_seed.mean()), "std": float(per_seed.std())}
 
 
 def split_report(run_dirs, out_dir) -> str:
@@ -49,26 +50,18 @@ def split_report(run_dirs, out_dir) -> str:
     runs = [_run(Path(d)) for d in run_dirs]
     if not runs:
         raise ValueError("report: give at least one run directory")
-    lines = head("policy", *(m.header for m in HPC_METRICS))
-    sweep = {}
+    stats, sweep = {}, {}
     for (cfg, result), run_dir in zip(runs, run_dirs, strict=True):
         m, tail = cfg.env.window, cfg.env.tail
         label = f"DBF M={m} ({m - tail} head + {tail} tail), {cfg.num_seeds} seeds"
-        cells = []
-        for key, _, fmt, _ in HPC_METRICS:
-            mean, std = _seed_stats(result["agent"][key])
-            cells.append(f"{mean:{fmt}} ± {std:{fmt}}")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-        sweep[(m, tail)] = {k: _seed_stats(result["agent"][k]) for k in ("avg_wait", "avg_queue_len")}
+        stats[label] = {k: _seed_stats(v) for k, v in result["agent"].items()}
+        sweep[(m, tail)] = {k: tuple(stats[label][k].values()) for k in ("avg_wait", "avg_queue_len")}
         curve = Path(run_dir) / "learning_curve.png"
         if curve.is_file():
             shutil.copy(curve, out / f"{cfg.name}_learning_curve.png")
-    baselines = runs[0][1]
-    for name, entry in baselines.items():
-        if name == "agent":
-            continue
-        cells = [f"{entry[k]['mean']:{fmt}} ± {entry[k]['std']:{fmt}}" for k, _, fmt, _ in HPC_METRICS]
-        lines.append(f"| {_baseline_label(name)} | " + " | ".join(cells) + " |")
+    stats |= {_baseline_label(n): e for n, e in runs[0][1].items() if n != "agent"}
+    columns = [Column(m.header, m.key, fmt=m.fmt) for m in HPC_METRICS]
+    lines, _ = methods_table({"": stats}, columns, first="policy")
     lines += ["", *claim_lines(split_claims(runs))]
     table = "\n".join(lines) + "\n"
     (out / "table.md").write_text(table)

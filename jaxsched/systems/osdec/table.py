@@ -36,18 +36,16 @@ from jaxsched.core.episode import trace_episode
 from jaxsched.experiments.evaluate import eval_episode_keys, restore_policy
 from jaxsched.experiments.learner import run_dir_of
 from jaxsched.experiments.paper import (
+    Column,
     Report,
     config_arguments,
     evaluated_configs,
     head,
-    mean_of,
+    methods_table,
     print_written,
-    ratio,
     table_overrides,
-    with_paper,
 )
 from jaxsched.experiments.plots import plot_lines
-from jaxsched.experiments.report import DASH, mean_std
 from jaxsched.experiments.system import PaperTable
 from jaxsched.experiments.train import CHECKPOINT_DIR
 from jaxsched.policies.deferrable import make_heuristic
@@ -113,128 +111,67 @@ ROW_NAMES = {"fifo": "FIFO", "sjf": "SJF", "tetris": "Tetris", "reinforce": "REI
 REFERENCE = "fifo"  # ratios are to FIFO's; the episode figure plays it beside the paper's agent (HEADLINE)
 
 
-def _rows(*results: dict) -> list[str]:
-    """The paper's rows, then any other method evaluated (random), that any of `results` holds."""
-    extra = [m for r in results for m in r if m not in ROWS]
-    return [m for m in (*ROWS, *dict.fromkeys(extra)) if any(m in r for r in results)]
+TABLE1_COLUMNS = (
+    Column("utilization (paper)", "utilization", 0),
+    Column("÷ FIFO (paper)", "utilization", 0, over=REFERENCE),
+    Column("time delay (paper)", "delay_penalty", 1, sign=-1, key="time_delay"),  # −ω1·Σ delay
+    Column("total reward (paper)", "total_reward", 2),
+    Column("÷ FIFO (paper)", "total_reward", 2, over=REFERENCE),
+    Column("total reward ÷ best baseline's, p", "total_reward", test=True, key="vs_best"),
+)
+TABLE2_COLUMNS = (
+    Column("deferrable (paper)", "utilization", 0, source="deferrable", key="deferrable"),
+    Column("real time (paper)", "utilization", 1, source="realtime", key="realtime"),
+    Column("real time ÷ deferrable (paper)", "utilization", 1, source="realtime", over_column="deferrable"),
+)
 
 
 def _setting(cfg: OSDECConfig) -> str:
     return f"{cfg.workload.preset} preset, {'real time' if cfg.workload.realtime else 'deferrable'}"
 
 
-# ---- Table 1 ------------------------------------------------------------------------------------------
+def _table(sources: dict, columns, paper: PaperTable) -> tuple[list[str], dict]:
+    """`experiments.paper.methods_table` in the paper's row order, with its names and numbers."""
+    rows = {m: v["paper"] for m, v in paper.values.items()}
+    return methods_table(sources, columns, rows, ROW_NAMES, ROWS)
+
+
 def table1(cfg: OSDECConfig, results: dict) -> tuple[list[str], dict]:
-    paper = PAPER_TABLE1.values
-    lines = [
-        f"## Table 1: utilization, time delay and total reward ({cfg.name}: {_setting(cfg)}, held-out "
-        "episodes)",
-        "",
-        *head(
-            "method",
-            "utilization (paper)",
-            "÷ FIFO (paper)",
-            "time delay (paper)",
-            "total reward (paper)",
-            "÷ FIFO (paper)",
-            "total reward ÷ best baseline's, p",
-        ),  # fmt: skip
-    ]
-    numbers: dict = {"config": cfg.name, "setting": _setting(cfg), "rows": {}}
-    for m in _rows(results):
-        res = results.get(m)
-        pu, pd, pt = paper[m]["paper"] if m in paper else (None, None, None)
-        fifo_p = paper[REFERENCE]["paper"]
-        util, total = mean_of(results, m, "utilization"), mean_of(results, m, "total_reward")
-        delay = (
-            None
-            if res is None
-            else {"mean": -res["delay_penalty"]["mean"], "std": res["delay_penalty"]["std"]}
-        )
-        test = None if res is None else res["total_reward"].get("vs_best")
-        cells = [
-            with_paper(mean_std(res and res["utilization"]), pu),
-            f"{ratio(util, mean_of(results, REFERENCE, 'utilization'))} ({ratio(pu, fifo_p[0])})",
-            with_paper(mean_std(delay), pd),
-            with_paper(mean_std(res and res["total_reward"]), pt),
-            f"{ratio(total, mean_of(results, REFERENCE, 'total_reward'))} ({ratio(pt, fifo_p[2])})",
-            DASH if test is None else _vs_best(test),
-        ]
-        lines.append(f"| {ROW_NAMES.get(m, m)} | " + " | ".join(cells) + " |")
-        numbers["rows"][m] = {
-            "utilization": util,
-            "time_delay": None if delay is None else delay["mean"],
-            "total_reward": total,
-            "paper": paper.get(m, {}).get("paper"),
-            "vs_best": test,
-        }
-    lines += [
-        "",
+    lines, rows = _table({"": results}, TABLE1_COLUMNS, PAPER_TABLE1)
+    setting = f"{cfg.name}: {_setting(cfg)}, held-out episodes"
+    title = f"## Table 1: utilization, time delay and total reward ({setting})"
+    note = (
         "Mean ± std over seeds × held-out episodes (`eval.json`); the paper's numbers in parentheses. "
         "Time delay is −ω1·Σ delay (the paper's sign); total reward = utilization + time delay − ω2·Σ "
         "violation. The last column: the learner's mean total reward over the best baseline's and the "
-        "two-sided Wilcoxon signed-rank test of the two over the episodes (seed-averaged), n nonzero pairs.",
-        "",
-    ]
-    return lines, numbers
+        "two-sided Wilcoxon signed-rank test of the two over the episodes (seed-averaged), n nonzero pairs."
+    )
+    return [title, "", *lines, "", note, ""], {"config": cfg.name, "setting": _setting(cfg), "rows": rows}
 
 
-def _vs_best(test: dict) -> str:
-    """A paired test as "×(ours ÷ theirs) vs NAME, p = P (n = N)" (`ratio` is theirs ÷ ours)."""
-    return f"×{1 / max(test['ratio'], 1e-12):.3f} vs {test['against']}, p = {test['p']:.2g} (n = {test['n']})"
-
-
-# ---- Table 2 ------------------------------------------------------------------------------------------
 def table2(deferrable: tuple, realtime: tuple) -> tuple[list[str], dict]:
     (cfg_d, res_d), (cfg_r, res_r) = deferrable, realtime
-    paper = PAPER_TABLE2.values
-    lines = [
-        f"## Table 2: utilization, deferrable ({cfg_d.name}) against real time ({cfg_r.name}), "
-        f"{cfg_d.workload.preset} preset",
-        "",
-        *head("method", "deferrable (paper)", "real time (paper)", "real time ÷ deferrable (paper)"),
-    ]
-    numbers: dict = {"deferrable": cfg_d.name, "realtime": cfg_r.name, "rows": {}}
-    for m in _rows(res_d, res_r):
-        pd, pr = paper[m]["paper"] if m in paper else (None, None)
-        d, r = mean_of(res_d, m, "utilization"), mean_of(res_r, m, "utilization")
-        cells = [
-            with_paper(mean_std(res_d.get(m, {}).get("utilization")), pd),
-            with_paper(mean_std(res_r.get(m, {}).get("utilization")), pr),
-            f"{ratio(r, d)} ({ratio(pr, pd)})" if pd else ratio(r, d),
-        ]
-        lines.append(f"| {ROW_NAMES.get(m, m)} | " + " | ".join(cells) + " |")
-        numbers["rows"][m] = {"deferrable": d, "realtime": r, "paper": paper.get(m, {}).get("paper")}
-    lines += ["", "Utilization (Σ c·d of started jobs per episode), mean ± std over seeds × episodes.", ""]
-    return lines, numbers
+    lines, rows = _table({"deferrable": res_d, "realtime": res_r}, TABLE2_COLUMNS, PAPER_TABLE2)
+    title = (f"## Table 2: utilization, deferrable ({cfg_d.name}) against real time ({cfg_r.name}), "
+             f"{cfg_d.workload.preset} preset")  # fmt: skip
+    note = "Utilization (Σ c·d of started jobs per episode), mean ± std over seeds × episodes."
+    return [title, "", *lines, "", note, ""], {"deferrable": cfg_d.name, "realtime": cfg_r.name, "rows": rows}
 
 
-# ---- Table 4 ------------------------------------------------------------------------------------------
 def table4(configs: list) -> tuple[list[str], dict]:
     """`configs`: `(cfg, results)` of deferrable configs on Table 4's presets, one per preset."""
     by_preset = {cfg.workload.preset: (cfg, res) for cfg, res in configs}
     presets = [p for p in TABLE4_PRESETS if p in by_preset]
-    paper = PAPER_TABLE4.values
-    lines = [
-        "## Table 4: utilization under the distribution cases (ours, ÷ FIFO, (the paper's ÷ FIFO))",
-        "",
-        *head("method", *(f"{p} ({by_preset[p][0].name})" for p in presets)),
-    ]
-    numbers: dict = {p: {"config": by_preset[p][0].name, "rows": {}} for p in presets}
-    for m in _rows(*(by_preset[p][1] for p in presets)):
-        cells = []
-        for p in presets:
-            res = by_preset[p][1]
-            i = TABLE4_PRESETS.index(p)
-            pv = paper[m]["paper"][i] if m in paper else None
-            pf = paper[REFERENCE]["paper"][i]
-            u, f = mean_of(res, m, "utilization"), mean_of(res, REFERENCE, "utilization")
-            ours = DASH if u is None else f"{u:,.1f} {ratio(u, f)}"
-            cells.append(ours + (f" ({ratio(pv, pf)})" if pv is not None else ""))
-            numbers[p]["rows"][m] = {"utilization": u, "paper": pv}
-        lines.append(f"| {ROW_NAMES.get(m, m)} | " + " | ".join(cells) + " |")
-    lines += ["", "Means over seeds × held-out episodes; ratios to FIFO on the same preset.", ""]
-    return lines, numbers
+    columns = [Column(f"{p} ({by_preset[p][0].name})", "utilization", TABLE4_PRESETS.index(p), source=p,
+                      over=REFERENCE, value=True, key=p) for p in presets]  # fmt: skip
+    lines, rows = _table({p: by_preset[p][1] for p in presets}, columns, PAPER_TABLE4)
+    numbers = {p: {"config": by_preset[p][0].name, "rows": {}} for p in presets}
+    for m, r in rows.items():
+        for c in columns:
+            numbers[c.key]["rows"][m] = {"utilization": r[c.key], "paper": r["paper"] and r["paper"][c.paper]}
+    title = "## Table 4: utilization under the distribution cases (ours, ÷ FIFO, (the paper's ÷ FIFO))"
+    note = "Means over seeds × held-out episodes; ratios to FIFO on the same preset."
+    return [title, "", *lines, "", note, ""], numbers
 
 
 # ---- one episode --------------------------------------------------------------------------------------
