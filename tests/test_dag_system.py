@@ -61,8 +61,10 @@ def test_shipped_configs_load():
     env, train, test = build_dag(cfg)
     assert train.bank.arrival.shape == (8, 40) and test.bank.arrival.shape == (4, 40)
     assert not np.array_equal(np.asarray(train.bank.arrival[0]), np.asarray(test.bank.arrival[0]))
-    table = get_system("dag").paper_tables["table1"].values
-    assert table["synthetic"] == {"full": 46.3, "no_features": 52.7, "no_idle": 53.5}
+    from jaxsched.systems.dag.table import PAPER_TABLE1
+
+    assert PAPER_TABLE1["synthetic"] == {"full": 46.3, "no_features": 52.7, "no_idle": 53.5}
+    assert PAPER_TABLE1["mixed"] == {"full": 69.4, "no_features": 75.2, "no_idle": 74.5}
 
 
 @pytest.mark.parametrize(

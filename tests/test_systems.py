@@ -10,6 +10,7 @@ import pytest
 
 from jaxsched.cli import main
 from jaxsched.experiments.config import ExperimentConfig
+from jaxsched.experiments.paper import paper_rows
 from jaxsched.experiments.system import System
 from jaxsched.systems import get_system, load_run_config, systems
 
@@ -36,7 +37,11 @@ def test_a_system_declares_what_the_shared_layer_needs():
         assert sections and all(dataclasses.is_dataclass(v) for v in sections.values())
         for module in system.commands.values():
             assert callable(module.add_arguments) and callable(module.run_from_args) and module.HELP
-    assert get_system("das").paper_tables["table1"].values["tetris"]["small"] == (813.480, 51.668)
+    # published numbers come from paper_numbers.csv, the one file the tables and the calibration read
+    das = paper_rows(
+        get_system("das").calibration.numbers, "Table 1", [("small", "avg_jct_min"), ("small", "avg_fee")]
+    )
+    assert das["tetris"] == (813.480, 51.668) and das["das"] == (638.046, 50.484)
     with pytest.raises(ValueError, match=f"unknown system 'sced3'; choose from {', '.join(systems())}$"):
         get_system("sced3")
 

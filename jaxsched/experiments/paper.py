@@ -91,6 +91,19 @@ def parse_numbers(text: str, flag: str, integer: bool = False) -> list:
     return values
 
 
+def paper_rows(numbers, source: str, columns, relations: bool = False) -> dict[str, tuple]:
+    """`{row: (value, ...)}`: a table of the paper's published numbers (`numbers`: the rows of a system's
+    `paper_numbers.csv`, `experiments.calibration.read_paper_numbers`) — for each row of `source`, the value
+    of each `(setting, metric)` of `columns`, None where the paper gives none; rows in the file's order,
+    a row with no value left out. Levels (a heuristic's, a learner's ...), or with `relations` the
+    relations (a ratio or a gap to a `reference`) alone. The tables read the file their calibration
+    reads: one source."""
+    values = {(n.row, n.setting, n.metric): n.value for n in numbers
+              if n.source == source and (n.kind == "relation") == relations}  # fmt: skip
+    rows = {r: tuple(values.get((r, s, m)) for s, m in columns) for r, _, _ in values}
+    return {r: v for r, v in rows.items() if any(x is not None for x in v)}
+
+
 # ---- cells -------------------------------------------------------------------------------------------
 def head(*headers: str, text: int = 1) -> list[str]:
     """A markdown table's header and alignment rows: the first `text` columns left, the rest right."""

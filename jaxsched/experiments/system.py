@@ -31,14 +31,6 @@ class Metric(NamedTuple):
 
 
 @dataclass(frozen=True)
-class PaperTable:
-    """A table of published numbers: `values[row][column]` (a number, or a tuple of one per metric)."""
-
-    title: str  # e.g. "Table 1 (JCT min, fee $)"
-    values: Mapping[str, Mapping[str, Any]]
-
-
-@dataclass(frozen=True)
 class System:
     """A system's declaration: its config, its baselines, metrics and published tables, and what the CLI
     calls. Every callable takes the system's config (`config` class). `train`, `build` and `run_dirs`
@@ -62,8 +54,8 @@ class System:
     build: Callable[[Any], tuple[Any, Any]] | None = None
     # run_dirs(cfg) -> {label: run dir}: where `train` writes each learner's run (`jaxsched report CONFIG`)
     run_dirs: Callable[[Any], Mapping[str, Path]] | None = None
-    paper_tables: Mapping[str, PaperTable] = field(default_factory=dict)
-    # `jaxsched calibrate CONFIG`: the paper's published numbers and how to evaluate the baselines on
+    # `jaxsched calibrate CONFIG`: the paper's published numbers (`paper_numbers.csv`, which its tables also
+    # read: `experiments.paper.paper_rows`) and how to evaluate the baselines on
     # calibration and test episodes (None: the system has no calibration yet)
     calibration: Calibration | None = None
     # `jaxsched claims`: claims(results_dir) -> [experiments.claims.Claim], its paper's headline claims

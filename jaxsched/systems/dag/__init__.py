@@ -7,7 +7,7 @@ its Table 1 / Fig. 4 ablations — `nn.idle_dag.IdleDAGNetwork` trained by Decim
 `agents.reinforce`, through `experiments.learner.train_all` (`train.LEARNER`) on the shared chunked
 trainer), its baselines (`policies.dag.HEURISTICS`), its metrics (`evaluation.DAG_METRICS`), its evaluation
 (`evaluation.EVALUATION`, on the shared `experiments.evaluate.evaluate`, with the per-job JCTs of Fig. 4),
-the paper's Table 1 (`table.PAPER_TABLE1`) and its tables and figures from trained runs (`table`:
+the paper's published numbers (`paper_numbers.csv`) and its tables and figures from trained runs (`table`:
 `jaxsched table dag`, Table 1 and Figs. 4–6).
 """
 
@@ -18,7 +18,6 @@ from jaxsched.systems.dag.calibration import CALIBRATION
 from jaxsched.systems.dag.claims import claims
 from jaxsched.systems.dag.config import DAGSystemConfig
 from jaxsched.systems.dag.evaluation import DAG_METRICS, EVALUATION
-from jaxsched.systems.dag.table import PAPER_TABLE1
 from jaxsched.systems.dag.train import LEARNER
 
 SYSTEM = System(
@@ -30,7 +29,6 @@ SYSTEM = System(
     metrics=DAG_METRICS,
     learner=LEARNER,
     evaluation=EVALUATION,
-    paper_tables={"table1": PAPER_TABLE1},
     commands={"table": table},
     calibration=CALIBRATION,
     claims=claims,

@@ -11,7 +11,7 @@ eval` samples it) and heuristics on its test bank regenerated with one workload 
 evaluator's own programs (`experiments.evaluate.Replay`):
 
   * Table 1: a row per config, named by its `workload.source`: the average JCT of full / no_features /
-    no_idle (mean ± std over seeds × episodes) beside the paper's (`PAPER_TABLE1`), each ablation over
+    no_idle (mean ± std over seeds × episodes) beside the paper's (`paper_numbers.csv`), each ablation over
     full (ours and the paper's), the best heuristic, and the paired Wilcoxon p of full against each
     ablation (from eval.json). A variant the config did not train is "—".
   * Fig. 4 (`--loads`): the CDF of the per-job JCTs at each load, a panel each: the trained variants
@@ -45,6 +45,7 @@ from jaxsched.experiments.paper import (
     config_arguments,
     evaluated_configs,
     head,
+    paper_rows,
     parse_numbers,
     print_written,
     table_overrides,
@@ -52,7 +53,7 @@ from jaxsched.experiments.paper import (
 from jaxsched.experiments.plots import plot_cdf_panels, plot_line_panels
 from jaxsched.experiments.report import DASH, mean_std
 from jaxsched.experiments.stats import best_of
-from jaxsched.experiments.system import PaperTable
+from jaxsched.systems.dag.calibration import CALIBRATION
 from jaxsched.systems.dag.config import DAGSystemConfig, build_params, make_env
 from jaxsched.systems.dag.evaluation import EVALUATION, LEARNER_LABELS
 from jaxsched.workloads.dag_bank import pad_bank
@@ -60,14 +61,12 @@ from jaxsched.workloads.dag_bank import pad_bank
 HELP = "the idle-slot DAG paper's Table 1 and Figs. 4–6 (loads, job counts, long-job length and rate)"
 
 # Table 1: average JCT (the paper's unit, seconds) of the paper's agent, without the selected features
-# (critical path, average width) and without idle time, on the synthetic set and the mixed set (α = 0.5).
-PAPER_TABLE1 = PaperTable(
-    "Table 1: average JCT (s), full agent / w/o selected features / w/o idle time",
-    {
-        "synthetic": {"full": 46.3, "no_features": 52.7, "no_idle": 53.5},
-        "mixed": {"full": 69.4, "no_features": 75.2, "no_idle": 74.5},
-    },
-)
+# (critical path, average width) and without idle time, on the synthetic set and the mixed set (α = 0.5):
+# `{set: {variant: JCT}}`, from `paper_numbers.csv` (the calibration's).
+PAPER_TABLE1 = {
+    w: {v: x for v, (x,) in paper_rows(CALIBRATION.numbers, "Table 1", [(w, "avg_jct")]).items()}
+    for w in ("synthetic", "mixed")
+}
 TABLE1_VARIANTS = ("full", "no_features", "no_idle")
 TABLE1_HEADERS = {"full": "full", "no_features": "w/o selected features", "no_idle": "w/o idle time"}
 FIG4_VARIANTS = ("full", "no_idle", "replace", "no_features")  # drawn when trained
@@ -106,7 +105,7 @@ def table1(configs) -> tuple[list[str], dict]:
     numbers: dict = {}
     for cfg, results in configs:
         source = cfg.workload.source
-        paper = PAPER_TABLE1.values.get(source, {})
+        paper = PAPER_TABLE1.get(source, {})
         ours = {
             v: results[LEARNER_LABELS[v]]["avg_jct"] for v in TABLE1_VARIANTS if LEARNER_LABELS[v] in results
         }

@@ -9,7 +9,7 @@ evaluation (`evaluation.EVALUATION`, on the shared `experiments.evaluate.evaluat
 (`table`: Table 1, Table 3, App. E and F).
 """
 
-from jaxsched.experiments.system import PaperTable, System
+from jaxsched.experiments.system import System
 from jaxsched.policies.gpu_cloud import HEURISTICS
 from jaxsched.systems.das import table
 from jaxsched.systems.das.calibration import CALIBRATION
@@ -30,7 +30,6 @@ SYSTEM = System(
     metrics=DAS_METRICS,
     learner=LEARNER,
     evaluation=EVALUATION,
-    paper_tables={"table1": PaperTable("Table 1 (JCT min, fee $) per cluster", table.PAPER_TABLE1)},
     commands={"table": table},
     calibration=CALIBRATION,
     claims=claims,

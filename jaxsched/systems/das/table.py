@@ -47,6 +47,7 @@ from jaxsched.experiments.paper import (
     evaluated_configs,
     head,
     methods_table,
+    paper_rows,
     parse_numbers,
     print_written,
     table_overrides,
@@ -61,6 +62,7 @@ from jaxsched.experiments.stats import (
 )
 from jaxsched.experiments.throughput import median_time
 from jaxsched.policies.gpu_cloud import make_heuristic
+from jaxsched.systems.das.calibration import CALIBRATION
 from jaxsched.systems.das.config import DASConfig
 from jaxsched.systems.das.episodes import build_for_eval
 from jaxsched.systems.das.evaluation import DAS_METRICS
@@ -72,26 +74,15 @@ from jaxsched.systems.das.rows import (
     label,
     runs_by_seed,
 )
+from jaxsched.workloads.ddl import CLUSTER_SIZES
 
 HELP = "the DAS paper's tables (1, 3, App. E, F) from trained runs and freshly evaluated baselines"
 
 METRICS = DAS_METRICS[:2]  # Table 1: JCT and fee
 
-# The paper's Table 1: (JCT min, fee $) per cluster.
+# The paper's Table 1, `{cluster: {row: (JCT min, fee $)}}`, from `paper_numbers.csv` (the calibration's).
 PAPER_TABLE1 = {
-    "fifo_firstfit": {"small": (720.228, 51.685), "medium": (171.282, 51.684), "large": (110.316, 51.219)},
-    "fifo_loadbalance": {"small": (715.776, 51.559), "medium": (162.102, 50.900), "large": (112.290, 51.112)},
-    "drf_firstfit": {"small": (862.242, 52.055), "medium": (164.778, 51.354), "large": (109.098, 52.325)},
-    "drf_loadbalance": {"small": (852.984, 51.798), "medium": (173.106, 51.908), "large": (113.556, 51.924)},
-    "tetris": {"small": (813.480, 51.668), "medium": (176.688, 52.567), "large": (113.364, 53.109)},
-    "malo": {"small": (708.858, 51.675), "medium": (182.862, 51.129), "large": (111.660, 51.233)},
-    "mosa": {"small": (759.222, 51.783), "medium": (173.400, 51.998), "large": (109.422, 51.933)},
-    "dl2": {"small": (721.083, 51.166), "medium": (160.100, 50.970), "large": (110.215, 51.080)},
-    "rifling": {"small": (717.576, 51.160), "medium": (176.676, 50.980), "large": (109.872, 51.039)},
-    "da": {"small": (697.732, 51.106), "medium": (173.354, 51.097), "large": (108.821, 51.025)},
-    "da_mc": {"small": (680.861, 50.952), "medium": (163.456, 50.941), "large": (109.854, 50.701)},
-    "da_rwgp": {"small": (686.894, 51.029), "medium": (157.071, 50.856), "large": (107.896, 50.439)},
-    "das": {"small": (638.046, 50.484), "medium": (155.003, 50.019), "large": (108.700, 50.354)},
+    c: paper_rows(CALIBRATION.numbers, "Table 1", [(c, "avg_jct_min"), (c, "avg_fee")]) for c in CLUSTER_SIZES
 }
 
 
@@ -109,7 +100,7 @@ def _stats(rows: dict) -> dict:
 def table1_lines(rows: dict, cluster: str) -> list[str]:
     """Markdown Table 1 for one cluster (with the paper's numbers beside ours); rows not run named below."""
     columns = [Column(f"{m.header} (paper)", m.key, i, m.fmt) for i, m in enumerate(METRICS)]
-    paper = {n: p[cluster] for n, p in PAPER_TABLE1.items()}
+    paper = PAPER_TABLE1[cluster]
     ran = {n: r for n, r in rows.items() if r is not None}
     names = {n: f"{label(n)} ({' × '.join(map(str, r['avg_jct_min'].shape))})" for n, r in ran.items()}
     lines, _ = methods_table({"": _stats(ran)}, columns, paper, names, first="scheduler (seeds × episodes)")
@@ -212,7 +203,7 @@ def claims(rows: dict, cluster: str, alpha: float = 0.05, n_sim: int = 1000) -> 
             continue
         n = min(a["avg_jct_min"].shape[1], b["avg_jct_min"].shape[1])
         ea, eb = a["avg_jct_min"][:, :n].mean(axis=0), b["avg_jct_min"][:, :n].mean(axis=0)  # [E] per episode
-        paper = PAPER_TABLE1.get(lower, {}).get(cluster), PAPER_TABLE1.get(higher, {}).get(cluster)
+        paper = PAPER_TABLE1[cluster].get(lower), PAPER_TABLE1[cluster].get(higher)
         paper_rel = None if None in paper else paper[0][0] / paper[1][0] - 1.0
         power = None if paper_rel is None else wilcoxon_power(ea - eb, paper_rel * eb.mean(), alpha, n_sim)
         claim = claim_verdict(ea, eb, alpha)

@@ -6,8 +6,8 @@ sections and `build_osdec`), its learners (`config.LEARNERS`: the paper's agent 
 `nn.osdec.OSDECAgent` trained by the project's PPO, `agents.ppo`, through `experiments.learner.train_all`
 (`train.LEARNER`) on the shared chunked trainer), its baselines (`policies.deferrable.HEURISTICS`), its
 metrics (`evaluation.OSDEC_METRICS`), its evaluation (`evaluation.EVALUATION`, on the shared
-`experiments.evaluate.evaluate`), the paper's Tables 1, 2 and 4 (`table.PAPER_TABLE*`) and the command
-that sets ours beside them (`table`: `jaxsched table osdec`).
+`experiments.evaluate.evaluate`), the paper's published numbers (`paper_numbers.csv`) and the command
+that sets ours beside its Tables 1, 2 and 4 (`table`: `jaxsched table osdec`).
 """
 
 from jaxsched.experiments.system import System
@@ -17,7 +17,6 @@ from jaxsched.systems.osdec.calibration import CALIBRATION
 from jaxsched.systems.osdec.claims import claims
 from jaxsched.systems.osdec.config import OSDECConfig
 from jaxsched.systems.osdec.evaluation import EVALUATION, OSDEC_METRICS
-from jaxsched.systems.osdec.table import PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE4
 from jaxsched.systems.osdec.train import LEARNER
 
 SYSTEM = System(
@@ -30,7 +29,6 @@ SYSTEM = System(
     metrics=OSDEC_METRICS,
     learner=LEARNER,
     evaluation=EVALUATION,
-    paper_tables={"table1": PAPER_TABLE1, "table2": PAPER_TABLE2, "table4": PAPER_TABLE4},
     commands={"table": table},
     calibration=CALIBRATION,
     claims=claims,

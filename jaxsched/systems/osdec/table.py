@@ -42,69 +42,34 @@ from jaxsched.experiments.paper import (
     evaluated_configs,
     head,
     methods_table,
+    paper_rows,
     print_written,
     table_overrides,
 )
 from jaxsched.experiments.plots import plot_lines
-from jaxsched.experiments.system import PaperTable
 from jaxsched.experiments.train import CHECKPOINT_DIR
 from jaxsched.policies.deferrable import make_heuristic
+from jaxsched.systems.osdec.calibration import CALIBRATION
 from jaxsched.systems.osdec.config import OSDECConfig, build_osdec
 from jaxsched.systems.osdec.evaluation import EVALUATION, HEADLINE
 from jaxsched.systems.osdec.train import ppo_for
 
 HELP = "OSDEC's Tables 1, 2 and 4 (utilization, delay, total reward) and one episode's capacity and load"
 
-# Table 1 of the paper: (utilization, time delay, total reward); learned rows are means over its runs.
-PAPER_TABLE1 = PaperTable(
-    "Table 1 (utilization, time delay, total reward)",
-    {
-        "fifo": {"paper": (3602.45, -193.64, 3408.82)},
-        "sjf": {"paper": (3386.66, -112.06, 3274.66)},
-        "tetris": {"paper": (3689.65, -282.42, 3407.20)},
-        "reinforce": {"paper": (3560.23, -121.64, 3301.06)},
-        "ppo_mlp": {"paper": (3596.25, -218.74, 3377.48)},
-        "pointer": {"paper": (3583.60, -205.76, 3377.91)},
-        "ppo_att": {"paper": (3495.20, -95.66, 3387.22)},
-        "aux_h": {"paper": (3706.87, -101.28, 3444.00)},
-        "aux_l": {"paper": (3737.47, -240.42, 3466.22)},
-        "osdec": {"paper": (3761.24, -250.25, 3475.37)},
-    },
-)
-# Table 2: utilization, (deferrable, real time).
-PAPER_TABLE2 = PaperTable(
-    "Table 2 (utilization: deferrable, real-time)",
-    {
-        "fifo": {"paper": (3611.01, 3449.22)},
-        "sjf": {"paper": (3398.76, 3298.38)},
-        "tetris": {"paper": (3696.79, 3503.01)},
-        "reinforce": {"paper": (3567.80, 3360.28)},
-        "ppo_mlp": {"paper": (3589.87, 3384.50)},
-        "pointer": {"paper": (3576.02, 3398.82)},
-        "ppo_att": {"paper": (3525.43, 3340.77)},
-        "aux_h": {"paper": (3708.02, 3411.08)},
-        "aux_l": {"paper": (3744.02, 3442.96)},
-        "osdec": {"paper": (3781.17, 3521.23)},
-    },
-)
+# The paper's tables, from `paper_numbers.csv` (what the calibration reads); learned rows are means over
+# its runs. Table 1: (utilization, time delay, total reward); Table 2: utilization, (deferrable, real time);
 # Table 4: utilization under the six distribution cases, in `TABLE4_PRESETS` order.
 TABLE4_PRESETS = ("core1", "core2", "core3", "duration1", "duration2", "duration3")
-PAPER_TABLE4 = PaperTable(
-    "Table 4 (utilization: core cases 1-3, duration cases 1-3)",
-    {
-        "fifo": {"paper": (3651.49, 7469.07, 5009.48, 8693.60, 5536.08, 3467.29)},
-        "sjf": {"paper": (3518.63, 5771.45, 4412.64, 7633.65, 5032.28, 3340.02)},
-        "tetris": {"paper": (3856.63, 9144.62, 5537.23, 9475.69, 5923.69, 3633.64)},
-        "reinforce": {"paper": (3613.78, 7148.49, 4869.69, 8136.24, 5327.90, 3399.00)},
-        "ppo_mlp": {"paper": (3648.38, 7415.11, 4972.13, 8324.38, 5386.61, 3427.17)},
-        "pointer": {"paper": (3649.47, 7126.47, 4859.10, 8281.23, 5388.20, 3442.37)},
-        "ppo_att": {"paper": (3662.41, 7957.08, 4663.42, 8248.63, 5472.42, 3357.90)},
-        "aux_h": {"paper": (3707.01, 8425.30, 5096.22, 8571.09, 5592.46, 3536.01)},
-        "aux_l": {"paper": (3781.08, 8560.46, 5430.28, 9113.23, 5876.61, 3595.21)},
-        "osdec": {"paper": (3884.28, 9200.82, 5565.89, 9593.68, 5853.81, 3631.21)},
-    },
+PAPER_TABLE1 = paper_rows(
+    CALIBRATION.numbers, "Table 1", [("table1", m) for m in ("utilization", "delay_penalty", "total_reward")]
 )
-ROWS = tuple(PAPER_TABLE1.values)  # the paper's row order
+PAPER_TABLE2 = paper_rows(
+    CALIBRATION.numbers, "Table 2", [("table1_t2", "utilization"), ("realtime", "utilization")]
+)
+PAPER_TABLE4 = paper_rows(
+    CALIBRATION.numbers, "Table 4 (App. B)", [(p, "utilization") for p in TABLE4_PRESETS]
+)
+ROWS = tuple(PAPER_TABLE1)  # the paper's row order
 ROW_NAMES = {"fifo": "FIFO", "sjf": "SJF", "tetris": "Tetris", "reinforce": "REINFORCE", "ppo_mlp": "PPO",
              "pointer": "PointerNet", "ppo_att": "PPO+Att", "aux_h": "PPO+Att+Aux_H",
              "aux_l": "PPO+Att+Aux_L", "osdec": "OSDEC", "random": "random (ours only)"}  # fmt: skip
@@ -130,10 +95,9 @@ def _setting(cfg: OSDECConfig) -> str:
     return f"{cfg.workload.preset} preset, {'real time' if cfg.workload.realtime else 'deferrable'}"
 
 
-def _table(sources: dict, columns, paper: PaperTable) -> tuple[list[str], dict]:
+def _table(sources: dict, columns, paper: dict) -> tuple[list[str], dict]:
     """`experiments.paper.methods_table` in the paper's row order, with its names and numbers."""
-    rows = {m: v["paper"] for m, v in paper.values.items()}
-    return methods_table(sources, columns, rows, ROW_NAMES, ROWS)
+    return methods_table(sources, columns, paper, ROW_NAMES, ROWS)
 
 
 def table1(cfg: OSDECConfig, results: dict) -> tuple[list[str], dict]:

@@ -26,7 +26,6 @@ SYSTEM = System(
     metrics=SCED2_METRICS,
     learner=LEARNER,
     evaluation=EVALUATION,
-    paper_tables={"fig7": table.PAPER_RATIOS},
     commands={"table": table},
     calibration=CALIBRATION,
     claims=claims,

@@ -8,12 +8,13 @@ from pathlib import Path
 
 from jaxsched.experiments.claims import Claim, judged, load_record, unjudged
 from jaxsched.experiments.stats import favouring, opponent
+from jaxsched.systems.sced2.table import FIG7_SHARES, PAPER_RATIOS
 
 RECORD = "sced2/eval_summary.json"
 BUDGET = "≈ 2,400 episodes a seed, 3 seeds (×1.0 of the paper's 2,400)"
-# (share, metric, the paper's SCED² ÷ best-baseline ratio in its favour)
-PAPER = (("60", "avg_effectiveness", 1.64), ("68", "avg_effectiveness", 1.6), ("68", "avg_jct", 4.6),
-         ("68", "makespan", 2.1), ("75", "avg_effectiveness", 1.09))  # fmt: skip
+# (share in %, metric, the paper's SCED² ÷ best-baseline ratio in its favour)
+PAPER = tuple((f"{100 * float(s):.0f}", m, PAPER_RATIOS[(s, m)]) for s in FIG7_SHARES
+              for m in ("avg_effectiveness", "avg_jct", "makespan") if (s, m) in PAPER_RATIOS)  # fmt: skip
 NAMES = {"avg_effectiveness": "execution effectiveness", "avg_jct": "average JCT", "makespan": "makespan"}
 
 

@@ -35,43 +35,44 @@ from jaxsched.experiments.paper import (
     config_arguments,
     evaluated_configs,
     head,
+    paper_rows,
     parse_numbers,
     print_written,
     table_overrides,
 )
 from jaxsched.experiments.plots import plot_grouped_bars, plot_lines
 from jaxsched.experiments.stats import best_of, favouring, opponent
-from jaxsched.experiments.system import PaperTable
 from jaxsched.policies.gpu_locality import make_heuristic
+from jaxsched.systems.sced2.calibration import CALIBRATION
 from jaxsched.systems.sced2.config import SCED2Config, build_sced2
 from jaxsched.systems.sced2.evaluation import EVALUATION, LEARNER_LABELS, baseline_label
 from jaxsched.systems.sced2.train import dqn_for
 
 HELP = "SCED² paper figures: Fig. 7 per 1-GPU share, Fig. 8 interval sweep, Fig. 9/10, Table III"
 
-# SCED² over the best baseline (§IV-B, Fig. 7): > 1 is better for SCED² (E higher; JCT, makespan lower).
-PAPER_RATIOS = PaperTable(
-    "Fig. 7: SCED² / best baseline",
-    {
-        "0.6": {"avg_effectiveness": 1.64},
-        "0.68": {"avg_effectiveness": 1.6, "avg_jct": 4.6, "makespan": 2.1},
-        "0.75": {"avg_effectiveness": 1.09},
-    },
-)
-# §IV-C: Fig. 10 (s) and Table III, SCED² against the baselines.
-PAPER_FIG10 = {"avg_actual": (5422, 8427), "avg_wait": (557, 19075)}
-PAPER_TABLE3 = {
-    "relaxed_sensitive": 0.154,
-    "relaxed_insensitive": 0.325,
-    "wait_sensitive": 1466,
-    "wait_insensitive": 741,
-    "reused_locality": (0.5, 0.2),
-}
 FIG7_METRICS = (
     ("avg_effectiveness", "avg E", ".3f"),
     ("makespan", "makespan (s)", ",.0f"),
     ("avg_jct", "avg JCT (s)", ",.0f"),
 )
+FIG7_SHARES = ("0.6", "0.68", "0.75")
+TABLE3_METRICS = (
+    "relaxed_sensitive",
+    "relaxed_insensitive",
+    "wait_sensitive",
+    "wait_insensitive",
+    "reused_locality",
+)
+# The paper's numbers, from `paper_numbers.csv` (the calibration's). SCED² over the best baseline (§IV-B,
+# Fig. 7), `{(share, metric): ratio}`: > 1 is better for SCED² (E higher; JCT, makespan lower).
+_FIG7 = [(share, m) for share in FIG7_SHARES for m, _, _ in FIG7_METRICS]
+_RATIOS = paper_rows(CALIBRATION.numbers, "§IV-B text (Fig. 7)", _FIG7, relations=True)["sced2"]
+PAPER_RATIOS = {k: r for k, r in zip(_FIG7, _RATIOS, strict=True) if r is not None}
+# §IV-C, Fig. 10 (s): `{metric: {"sced2" | "best_baseline": (seconds,)}}`
+PAPER_FIG10 = {
+    m: paper_rows(CALIBRATION.numbers, f"Fig. 10({panel}) (§IV-C text)", [("0.68", m)])
+    for m, panel in (("avg_actual", "a"), ("avg_wait", "b"))
+}
 
 
 def _ms(entry: dict) -> tuple[float, float]:
@@ -110,7 +111,7 @@ def fig7(configs, out: Path) -> list[str]:
             cells = []
             for key, _, _ in FIG7_METRICS:
                 test = results[label][key].get("vs_best")
-                paper = PAPER_RATIOS.values.get(share, {}).get(key)
+                paper = PAPER_RATIOS.get((share, key))
                 ratio = float("nan") if test is None else favouring(test, key != "avg_effectiveness")
                 cells.append(
                     f"×{ratio:.2f} (p = {float('nan') if test is None else test['p']:.2g})"
@@ -234,8 +235,10 @@ def fig10_and_table3(cfg: SCED2Config, results: dict, out: Path) -> list[str]:
         lines.append(
             f"| {p} | {_ms(results[p]['avg_actual'])[0]:,.0f} | {_ms(results[p]['avg_wait'])[0]:,.0f} |"
         )
-    (run_ours, run_base), (wait_ours, wait_base) = PAPER_FIG10["avg_actual"], PAPER_FIG10["avg_wait"]
-    paper = f"| paper: SCED² / best baseline | {run_ours:,} / {run_base:,} | {wait_ours:,} / {wait_base:,} |"
+    cells = [
+        " / ".join(f"{PAPER_FIG10[m][r][0]:,.0f}" for r in ("sced2", "best_baseline")) for m in PAPER_FIG10
+    ]
+    paper = f"| paper: SCED² / best baseline | {cells[0]} | {cells[1]} |"
     lines.append(paper)
     lines += [
         "",
@@ -251,7 +254,7 @@ def fig10_and_table3(cfg: SCED2Config, results: dict, out: Path) -> list[str]:
         ),  # fmt: skip
     ]
     for p in shown:
-        r = {k: _ms(results[p][k])[0] for k in PAPER_TABLE3}
+        r = {k: _ms(results[p][k])[0] for k in TABLE3_METRICS}
         lines.append(
             f"| {p} | {r['relaxed_sensitive']:.1%} | {r['relaxed_insensitive']:.1%} | "
             f"{r['wait_sensitive']:,.0f} | {r['wait_insensitive']:,.0f} | {r['reused_locality']:.1%} |"
