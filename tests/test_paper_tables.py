@@ -69,3 +69,16 @@ def test_comma_lists_name_their_flag():
         parse_numbers("20,4.5", "--jobs", integer=True)
     with pytest.raises(ValueError, match="--loads must be positive"):
         parse_numbers("1,0", "--loads")
+
+
+def test_published_numbers_are_read_as_levels_or_relations():
+    """`paper_rows` over a system's paper_numbers.csv: SCED²'s Fig. 10(b) gives a level (557 s against the
+    best baseline's 19,075 s) and a relation on the same row (34×); each is asked for by itself."""
+    from jaxsched.experiments.paper import paper_rows
+    from jaxsched.systems import get_system
+
+    numbers = get_system("sced2").calibration.numbers
+    source, column = "Fig. 10(b) (§IV-C text)", [("0.68", "avg_wait")]
+    assert paper_rows(numbers, source, column) == {"sced2": (557.0,), "best_baseline": (19075.0,)}
+    assert paper_rows(numbers, source, column, relations=True) == {"sced2": (34.0,)}
+    assert paper_rows(numbers, "no such source", column) == {}
