@@ -26,15 +26,20 @@ def _add_train(sub) -> None:
     p = sub.add_parser("train", help="train the learner(s) of a YAML config (its `kind:` picks the system)")
     p.add_argument("config", help="YAML run config (configs/<kind>/*.yaml)")
     p.add_argument("--resume", action="store_true", help="continue the run from its last checkpoint")
-    p.add_argument("--out-dir", default=None, help="override the config's out_dir")
-    p.add_argument("--name", default=None, help="override the config's run name (run dir = out_dir/name)")
-    _add_set(p)
+    _add_run_location(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
         "--devices", type=int, default=None,
         help="spread the seeds over this many devices (default: the most local devices dividing num_seeds)",
     )  # fmt: skip
     p.set_defaults(func=_run_train)
+
+
+def _add_run_location(p) -> None:
+    """Where a config's runs are: the same `--out-dir`, `--name` and `--set` for every verb on runs."""
+    p.add_argument("--out-dir", default=None, help="override the config's out_dir (where its runs are)")
+    p.add_argument("--name", default=None, help="override the config's run name (run dir = out_dir/name)")
+    _add_set(p)
 
 
 def _add_set(p) -> None:
@@ -72,19 +77,20 @@ def _add_eval(sub) -> None:
     )
     p.add_argument("config", help="YAML run config (the one the run was trained with)")
     p.add_argument(
-        "--checkpoint",
-        default=None,
-        help="run dir (out_dir/name) of a trained run; without it: the baselines alone",
-    )
+        "--checkpoint", nargs="?", const="", default=None, metavar="RUN_DIR",
+        help="also the trained run in RUN_DIR (out_dir/name); alone: the config's own run (after --out-dir, "
+        "--name); without it: the baselines alone",
+    )  # fmt: skip
     p.add_argument("--episodes", type=int, default=None, help="override eval.episodes")
     p.add_argument("--json", default=None, help="write results here (default RUN_DIR/eval.json; - = stdout)")
-    _add_set(p)
+    _add_run_location(p)
     p.set_defaults(func=_run_eval)
 
 
 def _run_eval(args) -> int:
     system, cfg = _system_and_config(args)
-    system.evaluate(cfg, args.checkpoint, episodes=args.episodes, json_path=args.json)
+    checkpoint = cfg.run_dir if args.checkpoint == "" else args.checkpoint
+    system.evaluate(cfg, checkpoint, episodes=args.episodes, json_path=args.json)
     return 0
 
 
@@ -191,7 +197,7 @@ def _add_system_commands(sub) -> None:
 def _add_report(sub) -> None:
     p = sub.add_parser("report", help="where a config's runs stand: training and evaluation tables, curves")
     p.add_argument("config", help="YAML run config (the one the runs were trained with)")
-    _add_set(p)
+    _add_run_location(p)
     p.set_defaults(func=_run_report)
 
 
@@ -279,7 +285,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupted(args, argv: list[str]) -> str:
+    """After Ctrl-C: for `train`, where each run's last checkpoint is and the command that continues."""
+    if args.command != "train":
+        return ""
+    import shlex
+
+    from jaxsched.experiments.train import check_no_run
+
+    system, cfg = _system_and_config(args)
+    saved = [(d, s) for d in system.run_dirs(cfg).values() if (s := check_no_run(d, True)) is not None]
+    where = "; ".join(f"{d} at update {s}" for d, s in saved) or "none yet"
+    again = shlex.join(["jaxsched", *argv, *([] if args.resume else ["--resume"])])
+    return f"; last checkpoint: {where}; continue with: {again}"
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     single_threaded_blas()  # before any LAPACK kernel runs (core/threads.py)
     try:
@@ -288,6 +310,9 @@ def main(argv: list[str] | None = None) -> int:
         # Bad input is reported in one line naming the problem, not as a traceback from deep in JAX.
         print(f"jaxsched {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # one line, not a traceback: what was kept and how to go on
+        print(f"\njaxsched {args.command}: interrupted{_interrupted(args, argv)}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

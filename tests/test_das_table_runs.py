@@ -130,3 +130,21 @@ def test_a_variants_own_record_fills_in_the_configs_evaluation(cfg, tmp_path):
     rows = das_rows.collect_rows(cfg, load_evaluated(QUICK, SYSTEM, overrides)[1])
     assert rows["fifo_firstfit"]["avg_jct_min"].tolist() == [[10, 20]] and rows["da"] is not None
     assert rows["das"] is None and rows["mosa"] is None
+
+
+def test_report_shows_the_heuristics_beside_a_variant_evaluated_alone(cfg, tmp_path):
+    """`jaxsched report` for DAS: a variant's own eval.json holds its results alone; the heuristics of the
+    config's evaluation (`jaxsched eval`, the same episodes and keys) are shown beside it."""
+    from jaxsched.experiments.run_report import report
+    from jaxsched.systems.das import SYSTEM
+
+    run_dir = fake_run(tmp_path / "main", cfg, "da", 0, [[1, 2]])
+    record = {"update": 1, "env_steps": 64, "wall_s": 1.0, "episodes": [1], "episode_return": [-1.0],
+              "avg_jct_min": [3.0], "avg_fee": [0.3]}  # fmt: skip
+    (run_dir / "da" / "metrics.jsonl").write_text(json.dumps(record) + "\n")
+    jct = lambda m: {"avg_jct_min": {"mean": m, "std": 0.0}}  # noqa: E731
+    (run_dir / "da" / "eval.json").write_text(json.dumps({"variant": "da", "results": jct(1.0)}))
+    (run_dir / "eval.json").write_text(json.dumps({"da": jct(1.5), "fifo_firstfit": jct(15.0)}))
+    rows = report(SYSTEM, cfg)["da"]["eval"]
+    assert set(rows) == {"da", "fifo_firstfit"} and rows["fifo_firstfit"]["avg_jct_min"][0] == 15.0
+    assert rows["da"]["avg_jct_min"][0] == 1.0  # the variant's own record, not the combined file's

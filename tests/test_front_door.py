@@ -59,7 +59,7 @@ def test_make_heuristic_is_the_systems_own_factory():
 @pytest.mark.parametrize(
     "name,heuristic", [("dbf-quick", "fcfs_easy"), ("das-quick", "tetris"), ("sced2-quick", "dsif")]
 )
-def test_the_readme_example_runs_as_written(name, heuristic):
+def test_the_readme_example_runs_as_written(name, heuristic, capsys):
     """README "Using it": the code block — a heuristic in either env under `vmap` and `lax.scan` — run as
     it stands but for the env name, the heuristic and the sizes."""
     from pathlib import Path
@@ -67,7 +67,7 @@ def test_the_readme_example_runs_as_written(name, heuristic):
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     code = readme.split("## Using it", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     for old, new in [('jaxsched.make("dbf")', f'jaxsched.make("{name}")'), ('"fcfs_easy"', f'"{heuristic}"'),
-                     ("n_envs, n_steps = 64, 1000", "n_envs, n_steps = 4, 50")]:  # fmt: skip
+                     ("n_envs, n_steps = 16, 4000", "n_envs, n_steps = 4, 400")]:  # fmt: skip
         assert old in code, old
         code = code.replace(old, new)
     scope: dict = {}
@@ -76,7 +76,10 @@ def test_the_readme_example_runs_as_written(name, heuristic):
         scope["env"], {"dbf": HPCEnv, "das": GPUCloudEnv, "sced2": GPULocalityEnv}[name.split("-")[0]]
     )
     assert heuristic in heuristic_names(scope["env"]) and "random" in heuristic_names(scope["env"])
-    assert scope["rewards"].shape == (50, 4) and np.isfinite(np.asarray(scope["rewards"])).all()
+    assert scope["rewards"].shape == (400, 4) and np.isfinite(np.asarray(scope["rewards"])).all()
+    printed = capsys.readouterr().out  # episodes end, and their metrics are printed
+    ended = int(printed.split(" episodes ended")[0])
+    assert ended == int(np.asarray(scope["done"]).sum()) >= 1 and "'steps': " in printed
 
 
 @pytest.mark.parametrize("size", ["small", "medium", "large"])

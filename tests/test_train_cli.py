@@ -347,6 +347,47 @@ def test_cli_train_and_eval(tmp_path, capsys):
     assert "unknown key 'ppo.learning_rat' (did you mean 'ppo.lr'?)" in capsys.readouterr().err
 
 
+def test_every_verb_finds_runs_by_out_dir_and_says_where_it_looked(tmp_path, capsys, monkeypatch):
+    """One `--out-dir` (and `--name`) for train, eval, report and table; a verb that finds no run names
+    where it looked and exits non-zero; `--resume` with nothing to resume is an error, not a fresh run;
+    Ctrl-C is one line naming the last checkpoint and the command that continues."""
+    import jaxsched.experiments.learner as learner_module
+
+    path = write_yaml(tmp_path / "tiny.yaml", TINY)  # out_dir: the default, runs/ (not used here)
+    where = ["--out-dir", str(tmp_path / "sweep"), "--name", "a"]
+    assert main(["train", str(path), "--quiet", "--resume", *where]) == 2
+    err = capsys.readouterr().err
+    assert f"--resume: no run to resume in {tmp_path / 'sweep' / 'a'}" in err and err.count("\n") == 1
+    assert not (tmp_path / "sweep").exists()  # nothing started
+    assert main(["report", str(path), *where]) == 2
+    err = capsys.readouterr().err
+    assert "no run of a has trained yet" in err and str(tmp_path / "sweep" / "a" / "metrics.jsonl") in err
+
+    real = learner_module.train_chunks
+
+    def killed(*args, **kwargs):  # one chunk (metrics and checkpoint written), then Ctrl-C
+        real(*args, **{**kwargs, "stop_after_chunks": 1})
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(learner_module, "train_chunks", killed)
+    assert main(["train", str(path), "--quiet", *where]) == 130
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "interrupted; last checkpoint: " in err
+    assert f"{tmp_path / 'sweep' / 'a'} at update 2" in err
+    assert err.endswith(f"continue with: jaxsched train {path} --quiet {' '.join(where)} --resume")
+    monkeypatch.undo()
+    assert main(["train", str(path), "--quiet", "--resume", *where]) == 0  # what the line says works
+    assert main(["eval", str(path), "--checkpoint", "--episodes", "2", *where]) == 0  # the config's own run
+    assert set(json.loads((tmp_path / "sweep" / "a" / "eval.json").read_text())) == {
+        "agent",
+        "fcfs",
+        "sjf_easy",
+    }
+    capsys.readouterr()
+    assert main(["report", str(path), *where]) == 0
+    assert "a (dbf): training" in capsys.readouterr().out
+
+
 def test_plot_split_sweep(tmp_path):
     results = {
         (m, t): {"avg_wait": (1000.0 + 10 * t, 50.0), "avg_queue_len": (5.0 - 0.1 * t, 0.5)}

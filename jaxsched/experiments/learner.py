@@ -26,6 +26,7 @@ from typing import Any
 
 from jaxsched.experiments.train import (
     abstract_state,
+    check_no_run,
     open_run_dir,
     report_run,
     restore_latest,
@@ -139,9 +140,16 @@ def train_all(
     learner: Learner, cfg, resume: bool = False, progress: bool = True, devices: int | None = None
 ) -> list[Path]:
     """Every learner of `learner.names(cfg)`, in turn (the banks built once); returns their run
-    directories."""
+    directories. `resume` with no checkpoint of any of them is an error naming where it looked (a typo in
+    a sweep must not restart a long run from scratch)."""
+    names = list(learner.names(cfg))
+    if resume and all(check_no_run(learner.run_dir(cfg, n), True) is None for n in names):
+        raise ValueError(
+            f"--resume: no run to resume in {cfg.run_dir} (no checkpoint of {', '.join(names)}); start one "
+            "without --resume, or give the --out-dir and --name it was trained with"
+        )
     built = learner.build(cfg)
     return [
         train_learner(learner, cfg, n, resume=resume, progress=progress, devices=devices, built=built)
-        for n in learner.names(cfg)
+        for n in names
     ]

@@ -23,7 +23,13 @@ from rich.table import Table
 
 from jaxsched.experiments.plots import plot_learning_curves
 from jaxsched.experiments.report import print_metric_table
-from jaxsched.experiments.train import CURVE_FILE, EVAL_FILE, read_metrics, weighted_episode_mean
+from jaxsched.experiments.train import (
+    CURVE_FILE,
+    EVAL_FILE,
+    METRICS_FILE,
+    read_metrics,
+    weighted_episode_mean,
+)
 
 TAIL = 0.1  # the share of the last updates the training table averages over
 # What the ± of an eval.json spans: both evaluators write the std over every (seed, episode) value.
@@ -68,9 +74,12 @@ def eval_rows(path: Path) -> dict:
 
 def report(system, cfg, console: Console | None = None) -> dict:
     """Print the training and evaluation tables of `cfg`'s runs and draw their learning curves; returns
-    `{run label: {"training": row, "eval": rows}}`."""
+    `{run label: {"training": row, "eval": rows}}`. A run evaluated alone (a learner's own `eval.json`)
+    shows the baselines of the config's evaluation beside it; no trained run is a `FileNotFoundError`
+    naming where it looked."""
     console = console or Console(width=160)
     runs = system.run_dirs(cfg)
+    combined = cfg.run_dir / EVAL_FILE  # `jaxsched eval`'s: every learner and the baselines beside them
     out: dict = {}
     table = Table(title=f"{cfg.name} ({system.kind}): training, last {TAIL:.0%} of the updates")
     for col in ("run", "updates", "env steps", "wall (s)", *(m.header for m in system.metrics)):
@@ -88,12 +97,18 @@ def report(system, cfg, console: Console | None = None) -> dict:
         curves.append((label, run_dir, records))
         if (run_dir / EVAL_FILE).is_file():
             out[label]["eval"] = eval_rows(run_dir / EVAL_FILE)
+            if len(out[label]["eval"]) == 1 and combined.is_file():  # a learner's own record (DAS's)
+                out[label]["eval"] |= {p: r for p, r in eval_rows(combined).items() if p not in runs}
+    if not curves:
+        looked = ", ".join(str(d / METRICS_FILE) for d in runs.values())
+        raise FileNotFoundError(
+            f"no run of {cfg.name} has trained yet (looked for {looked}): jaxsched train CONFIG, or give "
+            "the --out-dir and --name it was trained with"
+        )
     console.print(table)
     for label, rows in ((k, v["eval"]) for k, v in out.items() if "eval" in v):
         metrics = [m for m in system.metrics if all(m.key in r for r in rows.values())]
         print_metric_table(rows, metrics, title=f"{label}: held-out evaluation ({SPREAD})")
-    if not curves:
-        console.print(f"no run of {cfg.name} has trained yet: jaxsched train CONFIG")
     for label, run_dir, records in curves:
         keys = tuple(m.key for m in system.metrics if m.key in records[-1])[:3] + ("episode_return",)
         png = plot_learning_curves(records, run_dir / CURVE_FILE, keys, title=f"{cfg.name}: {label}")
