@@ -36,6 +36,12 @@ def _row(i, submit, run=10, procs=2):
             r"line 3: job id 2 needs 64 cores.*--drop-too-wide",
         ),
         ([_row(1, 50), _row(2, 5)], "; MaxNodes: 8", r"not in submit order.*--order submit"),
+        # every run time unknown: refused, not a table of made-up 10 s jobs (bsld 1.00 for every policy)
+        (
+            [_row(1, 0, run=-1), _row(2, 5, run=-1)],
+            "; MaxNodes: 8",
+            r"every run time \(column 4\) is negative",
+        ),
     ],
 )
 def test_malformed_trace_is_one_clear_line(tmp_path, capsys, lines, header, expect):
@@ -55,12 +61,14 @@ def test_flags_fix_what_the_errors_name(tmp_path, capsys):
         )
         == 0
     )
-    assert set(json.loads(capsys.readouterr().out)) == {"fcfs", "wfp3", "uni", "sjf", "f1"}
+    captured = capsys.readouterr()
+    assert set(json.loads(captured.out)["means"]) == {"fcfs", "wfp3", "uni", "sjf", "f1"}
+    assert "of 3 jobs, 1 dropped as wider than the machine" in captured.err  # said, not silent
     headerless = _swf(tmp_path, [_row(1, 0), _row(2, 5)], header=None)
     assert main(["hpc-table", "--trace", headerless, "--length", "2", "--starts", "0", "--n-cores", "8",
                  "--json", "-", "--policies", "fcfs"]) == 0  # fmt: skip
     # two 2-core jobs on 8 cores never wait: bounded slowdown 1
-    assert json.loads(capsys.readouterr().out) == {"fcfs": 1.0}
+    assert json.loads(capsys.readouterr().out)["means"] == {"fcfs": 1.0}
 
 
 def test_missing_file_and_unknown_policy(tmp_path, capsys):
@@ -84,3 +92,12 @@ def test_bench_measures_the_env_of_any_config(tmp_path, capsys, repo_root):
     assert record["env"] == "gpu_cloud" and record["batch"] == 2 and record["steps_per_s"] > 0
     assert main(["bench", "--policy", "tetris"]) == 2
     assert "--policy needs a CONFIG" in capsys.readouterr().err
+
+
+def test_repaired_run_times_are_counted_on_stderr_and_in_the_json(tmp_path, capsys):
+    """One invalid run time of three: repaired as RLScheduler does (10 s), and said so (stderr, JSON)."""
+    path = _swf(tmp_path, [_row(1, 0), _row(2, 5, run=-1), _row(3, 6)])
+    assert main(["hpc-table", "--trace", path, "--length", "2", "--starts", "0", "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    assert "of 3 jobs, 1 had a negative run time, set to 10 s" in captured.err
+    assert json.loads(captured.out)["trace"]["negative_runtime_set_to_10s"] == 1

@@ -445,7 +445,10 @@ def test_cli_errors(tmp_path, capsys):
     )
     assert main(["hpc-table", "--trace", str(trace), "--length", "3", "--starts", "0,2", "--json", "-"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert list(out) == ["fcfs", "wfp3", "uni", "sjf", "f1"] and all(v == 1.0 for v in out.values())
+    assert list(out["means"]) == ["fcfs", "wfp3", "uni", "sjf", "f1"] and all(
+        v == 1.0 for v in out["means"].values()
+    )
+    assert out["trace"]["jobs"] == out["trace"]["rows"] and out["starts"] == [0, 2]
 
 
 # --- the real traces: RLScheduler's published Table V/VI numbers -----------------------------------------
@@ -500,7 +503,7 @@ def test_published_table(trace, metric, backfill, tmp_path):
     out = tmp_path / "table.json"
     argv = ["hpc-table", "--trace", str(path), "--metric", metric, "--json", str(out)]
     assert main(argv + (["--backfill"] if backfill else [])) == 0
-    table = json.loads(out.read_text())
+    table = json.loads(out.read_text())["means"]
     assert list(table) == ["fcfs", "wfp3", "uni", "sjf", "f1"]
     digits = 2 if metric == "bsld" else 3
     assert [round(v, digits) for v in table.values()] == PUBLISHED[(trace, metric, backfill)]

@@ -16,8 +16,9 @@ Rules (each violation is a `ValueError` naming the file, its 1-based line number
     line has the same count (ALCF theta_walltime.swf carries a 19th all-zero column), else an error.
   * numbers may be written as floats ("12.0"); times are rounded to integers, while job ids and processor
     counts (columns 1, 5, 8) must be whole numbers. Non-numbers are errors. Job ids must be unique.
-  * run time 0 -> the job is dropped; negative -> 10 s. Both are counted in the `SWFReport`.
-    The remaining rules apply to the jobs kept.
+  * run time 0 -> the job is dropped; negative -> 10 s. Both are counted in the `SWFReport`
+    (`SWFReport.changes()` says it in a line); a trace whose every kept run time is negative is an error
+    (10 s for every job would be a made-up workload). The remaining rules apply to the jobs kept.
   * cores = max(allocated procs, requested procs); both <= 0 is an error.
   * requested time -1 (unknown: e.g. the Lublin model's traces) -> the run time (counted in the report),
     as RLScheduler does; 0 or another negative value is an error. Negative submit time is an error.
@@ -122,6 +123,23 @@ class SWFReport:
     n_columns: int
     was_sorted: bool
     max_procs: int
+
+    def counts(self) -> dict:
+        """The rows read, the jobs kept and every drop and repair, as plain numbers (e.g. for JSON)."""
+        return {"source": self.source, "rows": self.n_rows, "jobs": self.n_jobs,
+                "dropped_zero_runtime": self.n_dropped_zero_runtime,
+                "dropped_too_wide": self.n_dropped_too_wide,
+                "negative_runtime_set_to_10s": self.n_negative_runtime_fixed,
+                "req_time_from_run": self.n_req_time_from_run}  # fmt: skip
+
+    def changes(self) -> str:
+        """One line of what was dropped or repaired (RLScheduler's rules), "" when nothing was."""
+        done = [(self.n_dropped_zero_runtime, "dropped with run time 0"),
+                (self.n_dropped_too_wide, "dropped as wider than the machine"),
+                (self.n_negative_runtime_fixed, "had a negative run time, set to 10 s"),
+                (self.n_req_time_from_run, "had no requested time, set to the run time")]  # fmt: skip
+        said = [f"{n:,} {what}" for n, what in done if n]
+        return f"{self.source}: of {self.n_rows:,} jobs, " + "; ".join(said) if said else ""
 
 
 def _read_text(path: Path) -> str:
@@ -348,6 +366,11 @@ def _apply_rules(
     )
     neg_run = run < 0
     n_neg = int(neg_run.sum())
+    if n_neg and n_neg == run.size:
+        raise ValueError(
+            f"{source}: every run time (column 4) is negative ({n_neg:,} jobs, e.g. line {lines[0]}): "
+            "no job says how long it ran; RLScheduler's repair (10 s) would make up the whole workload"
+        )
     run = np.where(neg_run, 10, run)
     cores = np.maximum(alloc, req_procs)
     _check_kept_jobs(source, lines, job_id, submit, alloc, req_procs, cores, req_time)

@@ -15,6 +15,7 @@ share `runtime_norm` (the training jobs' largest requested time), so observation
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -162,7 +163,7 @@ def trace_split(
 def build(env: EnvSection, workload: WorkloadSection):
     """`(env, train_params, test_params)` (module docstring)."""
     from jaxsched.workloads.lublin import generate_bank
-    from jaxsched.workloads.swf import load_swf
+    from jaxsched.workloads.swf import load_swf_with_report
 
     e, w = env, workload
     try:
@@ -179,7 +180,10 @@ def build(env: EnvSection, workload: WorkloadSection):
         )
         norm = float(np.max(np.asarray(train_bank.req_time)))
     else:
-        train_bank = test_bank = load_swf(w.path, n_cores=e.n_cores)
+        train_bank, report = load_swf_with_report(w.path, n_cores=e.n_cores)
+        test_bank = train_bank
+        if report.changes():  # RLScheduler's repairs, said once (the file is read as it is, otherwise)
+            print(report.changes(), file=sys.stderr)
         train, test = trace_split(train_bank.num_jobs, e.episode_jobs, w.test_fraction)
         norm = float(np.max(np.asarray(train_bank.req_time)[: int(train[1][0])]))
 

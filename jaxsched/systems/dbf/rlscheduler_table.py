@@ -39,7 +39,11 @@ def add_arguments(parser) -> None:
         default=",".join(DEFAULT_POLICIES),
         help=f"comma list from {', '.join(POLICIES)} (default {','.join(DEFAULT_POLICIES)})",
     )
-    parser.add_argument("--json", default=None, help="write {policy: mean} here ('-': print only that JSON)")
+    parser.add_argument(
+        "--json", default=None,
+        help="write {metric, means: {policy: mean}, starts, trace: what was dropped or repaired} here "
+        "('-': print only that JSON)",
+    )  # fmt: skip
     parser.add_argument("--n-cores", type=int, default=None, help="machine size when the SWF header has none")
     parser.add_argument("--drop-too-wide", action="store_true", help="drop jobs wider than the machine")
     parser.add_argument(
@@ -51,30 +55,36 @@ def add_arguments(parser) -> None:
 
 
 def _load_trace(path: str, n_cores: int | None = None, drop_too_wide: bool = False, order: str = "job_id"):
-    from jaxsched.workloads.swf import load_swf
+    """`(workload, SWFReport)`; what RLScheduler's rules dropped or repaired goes to stderr in one line."""
+    from jaxsched.workloads.swf import load_swf_with_report
 
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"trace file not found: {path}")
-    return load_swf(p, n_cores=n_cores, drop_too_wide=drop_too_wide, sort=order)
+    workload, report = load_swf_with_report(p, n_cores=n_cores, drop_too_wide=drop_too_wide, sort=order)
+    if report.changes():
+        print(report.changes(), file=sys.stderr)
+    return workload, report
 
 
 def run_from_args(args) -> int:
     metric = check_metric(args.metric)
     policies = check_policies(args.policies)
-    workload = _load_trace(args.trace, args.n_cores, args.drop_too_wide, args.order)
+    workload, report = _load_trace(args.trace, args.n_cores, args.drop_too_wide, args.order)
     starts = parse_starts(args.starts, workload.num_jobs, args.length)
     t0 = time.perf_counter()
     per_start = per_start_table(workload, starts, args.length, policies, args.backfill, metric)
     seconds = time.perf_counter() - t0
     means = {k: float(np.mean(v)) for k, v in per_start.items()}
+    record = {"metric": metric, "means": means, "backfill": args.backfill, "length": args.length,
+              "starts": [int(s) for s in starts], "trace": report.counts()}  # fmt: skip
     if args.json == "-":
-        json.dump(means, sys.stdout, indent=2)
+        json.dump(record, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(means, f, indent=2)
+            json.dump(record, f, indent=2)
     _print_table(per_start, workload, starts, args, metric, seconds)
     return 0
 
