@@ -15,7 +15,10 @@ Rules (each violation is a `ValueError` naming the file, its 1-based line and th
   * numbers may be written as floats ("4.0"), but GPU counts and job ids must be whole; non-numbers,
     NaN and infinities are errors;
   * `gpus >= 1`, `duration > 0`, `submit >= 0`; job ids unique;
-  * the model is one of `DLT_MODELS` or an alias of one (`MODEL_ALIASES`), case-insensitive;
+  * the model is one of `DLT_MODELS` or an alias of one (`MODEL_ALIASES`), case-insensitive; another name
+    goes through `model_map` (`[(name, model or "drop")]`, `"*"` for any other name; default
+    `DEFAULT_MODEL_MAP`), and the report counts what was mapped and dropped (`DLTReport.changes()`);
+    a name the map does not take is an error naming it;
   * a job wider than `cluster_gpus` (when given) is an error naming it, unless `drop_too_wide=True`
     (dropped and counted in the report);
   * the jobs are sorted stably by submit time (the simulator needs arrival order); the report says whether
@@ -26,7 +29,8 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -46,6 +50,19 @@ MODEL_ALIASES = {
     "deep_speech": "deepspeech",
     "deepspeech2": "deepspeech",
 }
+# Common models outside the paper's six, mapped to the one of their locality class (`envs.gpu_locality.
+# params`: communication-bound VGGs to VGG16, the deeper and shallower ResNets to ResNet-50, Inception v4
+# and GoogLeNet to Inception3, Transformer language models to the Transformer); any other name ("*") is
+# dropped and counted. Tiresias's `60_job.csv` uses vgg19, vgg11, resnet152, resnet101, inception4 and
+# googlenet besides four of the six.
+DEFAULT_MODEL_MAP = (
+    ("vgg11", "vgg16"), ("vgg13", "vgg16"), ("vgg19", "vgg16"),
+    ("resnet18", "resnet50"), ("resnet34", "resnet50"), ("resnet101", "resnet50"), ("resnet152", "resnet50"),
+    ("inception4", "inception3"), ("inceptionv4", "inception3"), ("googlenet", "inception3"),
+    ("bert", "transformer"), ("gpt2", "transformer"),
+    ("*", "drop"),
+)  # fmt: skip
+DROP = "drop"
 TIRESIAS_COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval")
 PLAIN_COLUMNS = ("submit", "gpus", "duration", "model")
 
@@ -76,6 +93,17 @@ class DLTReport:
     n_jobs: int
     n_dropped_too_wide: int
     was_sorted: bool
+    mapped: dict = field(default_factory=dict)  # {"name → model": jobs} through `model_map`
+    dropped_models: dict = field(default_factory=dict)  # {name: jobs} dropped by `model_map`
+
+    def changes(self) -> str:
+        """One line of what was mapped or dropped, "" when nothing was."""
+        said = [f"{n:,} {name}" for name, n in self.mapped.items()]
+        said += [f"{n:,} {name} dropped" for name, n in self.dropped_models.items()]
+        said += [f"{self.n_dropped_too_wide:,} dropped as wider than the cluster"] * bool(
+            self.n_dropped_too_wide
+        )
+        return f"{self.source}: of {self.n_rows:,} jobs, " + "; ".join(said) if said else ""
 
 
 def model_index(name: str) -> int | None:
@@ -83,6 +111,20 @@ def model_index(name: str) -> int | None:
     key = name.strip().lower()
     key = MODEL_ALIASES.get(key, key)
     return DLT_MODELS.index(key) if key in DLT_MODELS else None
+
+
+def check_model_map(pairs, key: str = "model_map") -> dict[str, str]:
+    """`{name: model or "drop"}` of `[(name, target)]`; a target that is neither a model of `DLT_MODELS`
+    (or an alias) nor "drop" is a `ValueError` naming `key`."""
+    out = {}
+    for name, target in pairs:
+        if target.strip().lower() != DROP and model_index(target) is None:
+            raise ValueError(
+                f"{key}: {name!r} maps to {target!r}, which is neither one of {', '.join(DLT_MODELS)} "
+                f"nor {DROP!r}"
+            )
+        out[name.strip().lower()] = target.strip().lower()
+    return out
 
 
 def _number(source, lineno: int, column: str, text: str, whole: bool = False) -> float:
@@ -110,10 +152,14 @@ def _layout(source, header: list[str]) -> tuple[str, dict[str, int]]:
 
 
 def load_dlt_csv(
-    path: str | Path, cluster_gpus: int | None = None, drop_too_wide: bool = False
+    path: str | Path, cluster_gpus: int | None = None, drop_too_wide: bool = False, model_map=None
 ) -> tuple[DLTWorkload, DLTReport]:
-    """Read a DLT trace CSV (module docstring) into a `DLTWorkload` in arrival order, and its report."""
+    """Read a DLT trace CSV (module docstring) into a `DLTWorkload` in arrival order, and its report.
+    `model_map`: `[(name, model or "drop")]` for names outside the paper's six (None: `DEFAULT_MODEL_MAP`;
+    `()`: none)."""
     path = Path(path)
+    mapping = check_model_map(DEFAULT_MODEL_MAP if model_map is None else model_map)
+    mapped, dropped_models = Counter(), Counter()
     if not path.is_file():
         raise FileNotFoundError(f"DLT trace file not found: {path}")
     if cluster_gpus is not None and cluster_gpus < 1:
@@ -131,16 +177,17 @@ def load_dlt_csv(
         if len(row) != n_fields:
             raise ValueError(f"{path}: line {lineno}: {len(row)} fields, the header has {n_fields}")
 
-        def field(name: str, row=row) -> str:
+        def cell(name: str, row=row) -> str:
             return row[col[names[name]]].strip()
 
         job_id = k  # plain traces: the row number
         if layout == "tiresias":
-            job_id = int(_number(path, lineno, "job_id", field("job_id"), whole=True))
-        gpus = int(_number(path, lineno, names["gpus"], field("gpus"), whole=True))
-        submit = _number(path, lineno, names["submit"], field("submit"))
-        duration = _number(path, lineno, names["duration"], field("duration"))
-        model = model_index(field("model"))
+            job_id = int(_number(path, lineno, "job_id", cell("job_id"), whole=True))
+        gpus = int(_number(path, lineno, names["gpus"], cell("gpus"), whole=True))
+        submit = _number(path, lineno, names["submit"], cell("submit"))
+        duration = _number(path, lineno, names["duration"], cell("duration"))
+        name = cell("model").lower()
+        model = model_index(name)
         if gpus < 1:
             raise ValueError(f"{path}: line {lineno}: {names['gpus']} must be >= 1, got {gpus}")
         if duration <= 0:
@@ -148,10 +195,18 @@ def load_dlt_csv(
         if submit < 0:
             raise ValueError(f"{path}: line {lineno}: {names['submit']} must be >= 0, got {submit:g}")
         if model is None:
-            raise ValueError(
-                f"{path}: line {lineno}: {names['model']} {field('model')!r} is not a known model "
-                f"(one of {', '.join(DLT_MODELS)}, or an alias: {', '.join(MODEL_ALIASES)})"
-            )
+            target = mapping.get(name, mapping.get("*"))
+            if target is None:
+                raise ValueError(
+                    f"{path}: line {lineno}: {names['model']} {cell('model')!r} is not a known model "
+                    f"(one of {', '.join(DLT_MODELS)}, or an alias: {', '.join(MODEL_ALIASES)}); map it to "
+                    "one of them or to 'drop' (model_map; in a config: workload.model_map)"
+                )
+            if target == DROP:
+                dropped_models[name] += 1
+                continue
+            model = model_index(target)
+            mapped[f"{name} → {target}"] += 1
         if job_id in seen:
             raise ValueError(f"{path}: line {lineno}: job_id {job_id} repeats line {seen[job_id]}")
         seen[job_id] = lineno
@@ -165,7 +220,7 @@ def load_dlt_csv(
             continue
         jobs.append((submit, job_id, gpus, duration, model))
     if not jobs:
-        raise ValueError(f"{path}: no jobs (only a header, or every job dropped as too wide)")
+        raise ValueError(f"{path}: no jobs (only a header, or every job dropped: too wide or by model_map)")
     submits = np.array([j[0] for j in jobs], np.float64)
     order = np.argsort(submits, kind="stable")
     arr = [np.array([jobs[i][c] for i in order]) for c in range(5)]
@@ -178,6 +233,7 @@ def load_dlt_csv(
     )
     report = DLTReport(
         source=str(path), layout=layout, n_rows=len(rows) - 1, n_jobs=len(jobs), n_dropped_too_wide=dropped,
-        was_sorted=bool(np.all(np.diff(submits) >= 0)),
+        was_sorted=bool(np.all(np.diff(submits) >= 0)), mapped=dict(mapped),
+        dropped_models=dict(dropped_models),
     )  # fmt: skip
     return workload, report

@@ -5,7 +5,7 @@ Two sections, as a SCED² config spells them:
 
     env:      {n_servers, gpus_per_server, window, n_levels, auto_forward, work_conserving, time_scale,
                sensitive_ratio, max_steps, slowdown_scale}
-    workload: {source: philly | csv, path, drop_too_wide, single_gpu_share, multi_gpu_sizes,
+    workload: {source: philly | csv, path, drop_too_wide, model_map, single_gpu_share, multi_gpu_sizes,
                multi_gpu_weights, mean_interarrival, interarrival_shape, arrival_scale, runtime_scale,
                max_runtime, train_episodes, test_episodes, jobs_per_episode, bank_seed, test_seed}
 
@@ -17,11 +17,13 @@ timeline (the first job of an episode arrives at its time 0).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 from jaxsched.core.checks import EnvSections, at_least, in_unit_interval, positive
 from jaxsched.core.keys import TEST_BANK_TAG, TRAIN_BANK_TAG, purpose_key
 from jaxsched.envs.gpu_locality.params import GPULocalityConfig, default_slowdown
+from jaxsched.workloads.dlt import check_model_map
 from jaxsched.workloads.philly import PhillyConfig
 
 SOURCES = ("philly", "csv")
@@ -68,6 +70,9 @@ class WorkloadSection:
     source: str = "philly"
     path: str | None = None
     drop_too_wide: bool = False
+    # a CSV's models outside the paper's six: [[name, model or drop], ...] ("*": any other name);
+    # null: `workloads.dlt.DEFAULT_MODEL_MAP` (by locality class, the rest dropped and counted)
+    model_map: tuple[tuple[str, str], ...] | None = None
     single_gpu_share: float = 0.68
     multi_gpu_sizes: tuple[int, ...] = (2, 4, 8, 16, 32)
     multi_gpu_weights: tuple[float, ...] = (0.2, 0.2, 0.35, 0.2, 0.05)
@@ -89,6 +94,8 @@ class WorkloadSection:
             raise ValueError("workload.path is required when workload.source is 'csv'")
         at_least(self, "workload", ("train_episodes", "test_episodes", "jobs_per_episode"))
         in_unit_interval(self, "workload", ("single_gpu_share",))
+        if self.model_map is not None:
+            check_model_map(self.model_map, "workload.model_map")
         if len(self.multi_gpu_sizes) != len(self.multi_gpu_weights):
             raise ValueError(
                 f"workload.multi_gpu_weights must have one weight per size of workload.multi_gpu_sizes "
@@ -170,7 +177,9 @@ def build(section: EnvSection, workload: WorkloadSection):
             purpose_key(w.test_seed, TEST_BANK_TAG), philly, w.test_episodes, w.jobs_per_episode
         )
     else:
-        bank, _ = load_dlt_csv(w.path, cluster_gpus=env.config.n_gpus, drop_too_wide=w.drop_too_wide)
+        bank, report = load_dlt_csv(w.path, env.config.n_gpus, w.drop_too_wide, w.model_map)
+        if report.changes():  # what the model map and the cluster's width changed, said once
+            print(report.changes(), file=sys.stderr)
         need = (w.train_episodes + w.test_episodes) * w.jobs_per_episode
         if bank.n_jobs < need:
             raise ValueError(
