@@ -17,6 +17,7 @@ classic heuristics over held-out episodes and prints their metrics as a table.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from jaxsched.core.threads import single_threaded_blas
@@ -302,6 +303,10 @@ def _interrupted(args, argv: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    # XLA's C++ "Very slow compile? If you want to file a bug ..." banner reads like an error on a small CPU,
+    # where minutes of compile are normal: its log level is kept out of view (the live lines say what is
+    # compiling). A user's own TF_CPP_MIN_LOG_LEVEL wins; it is read at XLA's first log line, so this holds.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     args = build_parser().parse_args(argv)
     single_threaded_blas()  # before any LAPACK kernel runs (core/threads.py)
     try:

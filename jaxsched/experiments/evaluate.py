@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsched.core import episode
+from jaxsched.experiments.live import live
 from jaxsched.experiments.report import print_metric_table, write_json
 from jaxsched.experiments.stats import best_of, favouring, paired_tests, run_stats
 from jaxsched.experiments.train import CHECKPOINT_DIR, EVAL_FILE, trained_learners
@@ -349,15 +350,18 @@ def evaluate(ev: Evaluation, cfg, checkpoint=None, episodes: int | None = None, 
         names, cfg, one = trained_names(ev, cfg, checkpoint)
     played = ev.env(cfg, env)
     results, arrays = {}, {}
-    for label, per in play_baselines(ev, cfg, played, test_params, idx, keys).items():
+    with live(f"{cfg.name}: the baselines on {len(idx)} test episodes (compiled on first use)"):
+        baselines = play_baselines(ev, cfg, played, test_params, idx, keys)
+    for label, per in baselines.items():
         results[label], arrays[label] = summarize_runs(ev, per)
     if not names and not results:
         raise ValueError("nothing to evaluate: no --checkpoint and the eval section lists no baselines")
     learned, steps, own = {}, {}, {}
     for name in names:
         label = ev.labels[name]
-        policy_params, steps[label] = restore_policy(ev, cfg, name, env, train_params)
-        per = play_learner(ev, cfg, name, played, test_params, policy_params, idx, keys)
+        with live(f"{cfg.name}: {label} on {len(idx)} test episodes (restored, compiled on first use)"):
+            policy_params, steps[label] = restore_policy(ev, cfg, name, env, train_params)
+            per = play_learner(ev, cfg, name, played, test_params, policy_params, idx, keys)
         learned[label], arrays[label] = summarize_runs(ev, per)
         own[name] = {label: learned[label]} | results  # the learner's own eval.json
         if ev.record is not None:
@@ -447,13 +451,14 @@ class Replay:
 
         cfg, ev, env, idx, keys = self.cfg, self.ev, self.env, self.episodes, self.keys
         per = {}
-        if baselines:
-            c = cfg.replace(eval=dataclasses.replace(cfg.eval, baselines=tuple(baselines), **eval_changes))
-            per = play_baselines(ev, c, env, params, idx, keys)
-        for name in learners:
-            if name in self.policies:
-                per[ev.labels[name]] = play_learner(
-                    ev, cfg, name, env, params, self.policies[name], idx, keys
-                )
+        with live(f"{cfg.name}: replaying {', '.join([*baselines, *learners])} on {len(idx)} episodes"):
+            if baselines:
+                section = dataclasses.replace(cfg.eval, baselines=tuple(baselines), **eval_changes)
+                per = play_baselines(ev, cfg.replace(eval=section), env, params, idx, keys)
+            for name in learners:
+                if name in self.policies:
+                    per[ev.labels[name]] = play_learner(
+                        ev, cfg, name, env, params, self.policies[name], idx, keys
+                    )
         out = {label: summarize_runs(ev, m) for label, m in per.items()}
         return {k: s for k, (s, _) in out.items()}, {k: a for k, (_, a) in out.items()}

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jaxsched.experiments.live import live
 from jaxsched.experiments.train import (
     abstract_state,
     check_no_run,
@@ -111,7 +112,9 @@ def train_learner(
     run_dir = learner.run_dir(cfg, name)
     shown = cfg.name if run_dir == cfg.run_dir else f"{cfg.name}/{name}"  # a config's only learner: its name
     t_build = time.perf_counter()
-    built = learner.build(cfg) if built is None else built
+    if built is None:
+        with live(f"{shown}: building the env and its workload banks", progress):
+            built = learner.build(cfg)
     env, train_params = built[:2]
     init, chunk = learner.programs(cfg, name, env)
     may_grow = learner.may_grow(cfg) if callable(learner.may_grow) else learner.may_grow
@@ -148,7 +151,8 @@ def train_all(
             f"--resume: no run to resume in {cfg.run_dir} (no checkpoint of {', '.join(names)}); start one "
             "without --resume, or give the --out-dir and --name it was trained with"
         )
-    built = learner.build(cfg)
+    with live(f"{cfg.name}: building the env and its workload banks", progress):
+        built = learner.build(cfg)
     return [
         train_learner(learner, cfg, n, resume=resume, progress=progress, devices=devices, built=built)
         for n in names

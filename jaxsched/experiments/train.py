@@ -26,6 +26,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from jaxsched.experiments.config import config_from_dict, dump_config, load_yaml
+from jaxsched.experiments.live import live
 from jaxsched.experiments.sharding import seed_sharding, shard_seeds
 
 CHECKPOINT_DIR = "checkpoints"
@@ -341,12 +342,14 @@ def train_chunks(
     sharding = seed_sharding(num_seeds, devices)
     if latest is None:
         # Committed like a restored state, so a fresh and a resumed run share one compiled program.
-        runner = shard_seeds(init(keys, train_params), sharding)
+        with live(f"{name}: initialising {num_seeds} seed(s) (compiling the initialisation)", progress):
+            runner = shard_seeds(init(keys, train_params), sharding)
         records: list[dict] = []
         if resume:
             say(f"no checkpoint in {run_dir}: starting from scratch")
     else:
-        runner = restore_runner(mngr, latest, abstract_state(init, keys, train_params, sharding))
+        with live(f"{name}: restoring the checkpoint at update {latest}", progress):
+            runner = restore_runner(mngr, latest, abstract_state(init, keys, train_params, sharding))
         records = [r for r in read_jsonl(metrics_path) if r["update"] <= latest]
         say(f"resuming {run_dir} from the checkpoint at update {latest}")
     metrics_path.write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -361,7 +364,8 @@ def train_chunks(
         )
     wall0 = records[-1]["wall_s"] if records else 0.0
     if done < total:
-        compiled = chunk.lower(runner, train_params).compile()
+        with live(f"{name}: compiling the training program ({per_chunk} updates a chunk)", progress):
+            compiled = chunk.lower(runner, train_params).compile()
         say(
             f"{name}: {num_seeds} seed(s) on {len(sharding.device_set)} device(s) × {steps_per_update:,} env "
             "steps per update; "
