@@ -21,36 +21,20 @@ import os
 import sys
 
 from jaxsched.core.threads import single_threaded_blas
+from jaxsched.experiments.config import add_run_location, add_set_argument
 
 
 def _add_train(sub) -> None:
     p = sub.add_parser("train", help="train the learner(s) of a YAML config (its `kind:` picks the system)")
     p.add_argument("config", help="YAML run config (configs/<kind>/*.yaml)")
     p.add_argument("--resume", action="store_true", help="continue the run from its last checkpoint")
-    _add_run_location(p)
+    add_run_location(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
         "--devices", type=int, default=None,
         help="spread the seeds over this many devices (default: the most local devices dividing num_seeds)",
     )  # fmt: skip
     p.set_defaults(func=_run_train)
-
-
-def _add_run_location(p) -> None:
-    """Where a config's runs are: the same `--out-dir`, `--name` and `--set` for every verb on runs."""
-    p.add_argument("--out-dir", default=None, help="override the config's out_dir (where its runs are)")
-    p.add_argument("--name", default=None, help="override the config's run name (run dir = out_dir/name)")
-    _add_set(p)
-
-
-def _add_set(p) -> None:
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config value (dotted key, YAML value), e.g. --set env.tail=3; repeatable",
-    )
 
 
 def _system_and_config(args):
@@ -84,7 +68,7 @@ def _add_eval(sub) -> None:
     )  # fmt: skip
     p.add_argument("--episodes", type=int, default=None, help="override eval.episodes")
     p.add_argument("--json", default=None, help="write results here (default RUN_DIR/eval.json; - = stdout)")
-    _add_run_location(p)
+    add_run_location(p)
     p.set_defaults(func=_run_eval)
 
 
@@ -108,7 +92,7 @@ def _add_calibrate(sub) -> None:
     p.add_argument("--fit", action="store_true", help="search calibration.knobs on the calibration episodes")
     p.add_argument("--out", default=None, help="write calibration.md, .json (and fit_surface.png) here")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    _add_set(p)
+    add_set_argument(p)
     p.set_defaults(func=_run_calibrate)
 
 
@@ -198,7 +182,7 @@ def _add_system_commands(sub) -> None:
 def _add_report(sub) -> None:
     p = sub.add_parser("report", help="where a config's runs stand: training and evaluation tables, curves")
     p.add_argument("config", help="YAML run config (the one the runs were trained with)")
-    _add_run_location(p)
+    add_run_location(p)
     p.set_defaults(func=_run_report)
 
 
@@ -222,7 +206,7 @@ def _add_bench(sub) -> None:
     p.add_argument("--steps", type=int, default=256)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--json", default=None)
-    _add_set(p)
+    add_set_argument(p)
     p.set_defaults(func=_run_bench)
 
 

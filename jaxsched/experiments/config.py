@@ -432,6 +432,25 @@ def apply_overrides(d: dict, overrides: list[str] | tuple[str, ...]) -> dict:
     return d
 
 
+def add_set_argument(parser) -> None:
+    """`--set KEY=VALUE` (repeatable): the config overrides every command on a config takes."""
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE",
+        help="override a config value (dotted key, YAML value), e.g. --set env.tail=3; repeatable",
+    )  # fmt: skip
+
+
+def add_run_location(parser, name: bool = True) -> None:
+    """Where a config's runs are, the same for every command that reads or writes them: `--out-dir`,
+    `--name` (one config's commands only) and `--set`."""
+    parser.add_argument("--out-dir", default=None, help="override the config's out_dir (where its runs are)")
+    if name:
+        parser.add_argument(
+            "--name", default=None, help="override the config's run name (run dir = out_dir/name)"
+        )
+    add_set_argument(parser)
+
+
 def load_config(
     path: str | Path, kinds: Mapping[str, type[ExperimentConfig]], overrides: list[str] | tuple[str, ...] = ()
 ):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jaxsched.experiments.config import add_run_location
 from jaxsched.experiments.report import DASH, machine_line, mean_std, write_json
 
 
@@ -69,8 +70,7 @@ def config_arguments(parser, kind: str, files: str) -> None:
         "configs", nargs="+", help=f"trained and evaluated {kind} configs (jaxsched eval first)"
     )
     parser.add_argument("--out", required=True, help=f"folder for {files}")
-    parser.add_argument("--out-dir", default=None, help="the configs' out_dir, as given to jaxsched train")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
+    add_run_location(parser, name=False)  # several configs: their own names
 
 
 def print_written(text: str, out) -> int:
@@ -182,7 +182,7 @@ def methods_table(
     for m in methods:
         numbers[m], cells = {"paper": paper.get(m)}, []
         for c in columns:
-            res, cell = sources[c.source], None
+            res = sources[c.source]
             ours, pv = c.number(res, m), _paper_value(paper, m, c.paper)
             if c.test:
                 number = res.get(m, {}).get(c.metric, {}).get("vs_best")
