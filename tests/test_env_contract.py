@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 import jaxsched
+from jaxsched.core.spaces import contains, shape_structs
 from jaxsched.envs import (
     DAGConfig,
     DAGEnv,
@@ -45,7 +46,6 @@ N_ENVS, N_STEPS = 3, 60
 @dataclass(frozen=True)
 class Case:
     make: Callable[[int], tuple[Any, Any]]  # seed -> (env, params) of the same shapes for every seed
-    vec: Callable[[Any], Any]  # the part of the observation `observation_space` describes (array or pytree)
     bad_config: Callable[[], Any]  # builds an invalid static config
     bad_field: str  # the field its error must name
 
@@ -55,19 +55,16 @@ CASES = {
         lambda seed: jaxsched.make(
             "dbf-quick", n_cores=16, episode_jobs=6, episodes=3, queue_capacity=32, seed=seed
         ),  # fmt: skip
-        lambda obs: obs.vec,
         lambda: HPCConfig(n_cores=0),
         "n_cores",
     ),
     "gpu_cloud": Case(
         lambda seed: jaxsched.make("das-quick", n_jobs=400, episode_jobs=12, max_forward_events=2, seed=seed),
-        lambda obs: obs.global_state,
         lambda: GPUCloudConfig(n_machines=0),
         "n_machines",
     ),
     "gpu_locality": Case(
         lambda seed: jaxsched.make("sced2-quick", episode_jobs=12, episodes=3, seed=seed),
-        lambda obs: obs.vec,
         lambda: GPULocalityConfig(window=0),
         "window",
     ),
@@ -75,13 +72,11 @@ CASES = {
         lambda seed: jaxsched.make(
             "dag-quick", n_executors=3, max_slots=4, episodes=3, episode_jobs=4, seed=seed
         ),  # fmt: skip
-        lambda obs: obs,  # every field: the space is a DAGObs of spaces
         lambda: DAGConfig(max_slots=0),
         "max_slots",
     ),
     "deferrable": Case(
         lambda seed: jaxsched.make("osdec-quick", horizon=12, episodes=3, seed=seed),
-        lambda obs: obs.pending_features,
         lambda: DeferrableConfig(running_slots=0),
         "running_slots",
     ),
@@ -165,23 +160,13 @@ def test_spaces_hold_and_everything_is_finite(name):
     env, params, batched, _ = programs(name)
     out = batched(jax.random.split(jax.random.key(9), N_ENVS), params)
     obs_space, act_space = env.observation_space(params), env.action_space(params)
-    vec = CASES[name].vec(out["obs"])  # [B, T, ...]
-    flat = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), (vec, out["action"]))
-    inside = jax.vmap(lambda v, a: (_contains(obs_space, v), _contains(act_space, a)))(*flat)
+    flat = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), (out["obs"], out["action"]))  # [B·T, ...]
+    inside = jax.vmap(lambda v, a: (contains(obs_space, v), contains(act_space, a)))(*flat)
     assert np.asarray(inside[0]).all() and np.asarray(inside[1]).all()
     for leaf in jax.tree.leaves((out["obs"], out["reward"], out["state"], out["final_observation"])):
         leaf = np.asarray(leaf)
         if np.issubdtype(leaf.dtype, np.floating):
             assert np.isfinite(leaf).all()
-
-
-def _contains(space, x):
-    """`space.contains(x)` for a space or a pytree of spaces (the GPU cloud's action, the DAG env's
-    observation)."""
-    if hasattr(space, "contains"):
-        return space.contains(x)
-    parts = jax.tree.map(lambda s, a: s.contains(a), space, x, is_leaf=lambda s: hasattr(s, "contains"))
-    return jnp.all(jnp.stack(jax.tree.leaves(parts)))
 
 
 def _same(a, b) -> bool:
@@ -200,8 +185,7 @@ def test_auto_reset_returns_exactly_a_fresh_reset(name):
         fresh_obs, fresh_state = env.reset(key_reset, params)
         chex.assert_trees_all_equal(_at(out["obs"], b, t), jax.device_get(fresh_obs))
         chex.assert_trees_all_equal(_at(out["state"], b, t), jax.device_get(fresh_state))
-        final = CASES[name].vec(_at(out["final_observation"], b, t))
-        assert not _same(final, CASES[name].vec(jax.device_get(fresh_obs)))
+        assert not _same(_at(out["final_observation"], b, t), jax.device_get(fresh_obs))
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -222,7 +206,7 @@ def test_every_env_opens_on_its_embedded_default(name):
     params = env.default_params()
     assert env.default_params() is params
     obs, _ = env.reset(jax.random.key(0))  # params=None: the defaults
-    assert bool(_contains(env.observation_space(params), CASES[name].vec(obs)))
+    assert bool(contains(env.observation_space(params), obs))
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -237,3 +221,24 @@ def test_episode_pins_the_held_out_episode_it_names(name):
     first = [jax.device_get(env.reset(key, env.episode(params, i))[0]) for i in (0, 1, 1)]
     assert not _same(first[0], first[1])
     assert _same(first[1], first[2])
+
+
+# Small banks keep the build cheap; the spaces depend on the static config (sizes, windows), which these keep.
+SMALL_BANKS = {"episodes": 2, "n_jobs": 2000}
+
+
+@pytest.mark.parametrize("name", sorted(jaxsched.registered()))
+def test_spaces_describe_every_field_of_every_registered_env(name):
+    """`observation_space` and `action_space` are pytrees of spaces with exactly the structure, shapes and
+    dtypes of a real `reset` / `step` output and of an action, for every name `jaxsched.make` opens."""
+    spec = jaxsched.registered()[name]
+    env, params = jaxsched.make(name, **{k: v for k, v in SMALL_BANKS.items() if k in spec.defaults})
+    obs_space, act_space = env.observation_space(params), env.action_space(params)
+    key = jax.random.key(0)
+    obs, state = jax.eval_shape(env.reset, key, params)
+    chex.assert_trees_all_equal_shapes_and_dtypes(obs, shape_structs(obs_space))
+    action = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shape_structs(act_space))
+    obs2, *_ = jax.eval_shape(env.step, key, state, action, params)
+    chex.assert_trees_all_equal_shapes_and_dtypes(obs2, shape_structs(obs_space))
+    heuristic = jax.eval_shape(make_heuristic(env, "random"), params, obs, key)
+    chex.assert_trees_all_equal_shapes_and_dtypes(heuristic, shape_structs(act_space))

@@ -29,6 +29,11 @@ def test_registered_names_their_paper_and_defaults():
     assert specs["dbf"].defaults["n_cores"] == 256 and specs["dbf-quick"].defaults["n_cores"] == 64
     assert specs["das-quick"].defaults["n_jobs"] == 2000 and "size" not in specs["das-small"].defaults
     assert "Back-Filling" in specs["dbf"].paper and "DAS" in specs["das-large"].paper
+    # printed, each name shows the overrides it takes with its own values
+    lines = repr(specs).splitlines()
+    assert len(lines) == 2 * len(specs)
+    quick = lines[lines.index(next(x for x in lines if x.startswith("dbf-quick:"))) + 1]
+    assert quick.startswith("    overrides: n_cores=64, window=10, ") and "episode_jobs=128" in quick
     with pytest.raises(ValueError, match="unknown environment 'sced3'; registered: dbf, "):
         jaxsched.make("sced3")
     with pytest.raises(ValueError, match="dbf: unknown override.s. cores; valid: n_cores, "):

@@ -16,6 +16,7 @@ from jax import lax
 from reference.hpc import RefHPC
 
 from jaxsched.core import queue
+from jaxsched.core.spaces import contains
 from jaxsched.core.wrappers import LogWrapper
 from jaxsched.envs.hpc import HPCConfig, HPCEnv
 from jaxsched.workloads.base import make_workload
@@ -139,7 +140,7 @@ def scan_runner(config: HPCConfig):
                 "n_taken": jnp.sum(taken),
                 "taken_were_free": jnp.all(jnp.where(taken, state.core_end <= state.t, True)),
                 "core_end": state2.core_end,
-                "obs_ok": env.observation_space(params).contains(obs2.vec),
+                "obs_ok": contains(env.observation_space(params), obs2),
                 "action_ok": env.action_space(params).contains(action),
             }
             return (obs2, state2), out

@@ -224,10 +224,10 @@ class PPO:
         self.aux = getattr(network, "aux_targets", None) is not None
         if config.group_lrs and not hasattr(network, "param_labels"):
             raise ValueError("ppo.group_lrs needs a network with `param_labels` (its parameter groups)")
-        space = env.observation_space(env_params)
-        flat = hasattr(space, "shape") and len(space.shape) == 1
+        vec = getattr(env.observation_space(env_params), "vec", None)  # the space of `obs.vec`, if any
+        flat = vec is not None and len(vec.shape) == 1
         # The length of `obs.vec`, which the running statistics cover (1, a placeholder, without one).
-        self.obs_dim = space.shape[0] if flat else 1
+        self.obs_dim = vec.shape[0] if flat else 1
         if config.normalize_obs and not flat:
             raise ValueError(
                 "ppo.normalize_obs needs a flat observation vector `obs.vec`; this env's observation is "

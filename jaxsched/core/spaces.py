@@ -88,3 +88,53 @@ class Box:
         if x.shape != self.shape:
             return jnp.asarray(False)
         return jnp.all(jnp.isfinite(x) & (x >= self.low) & (x <= self.high))
+
+
+# ---- pytrees of spaces ---------------------------------------------------------------------------------
+# An env whose observation (or action) is a pytree describes it by the same pytree with a space at every
+# leaf (`HPCObs(vec=Box(...), mask=Box(..., bool), ...)`), so every field has its shape, dtype and bounds.
+
+I32_MAX = 2**31 - 1  # the upper bound of an i32 count or time that has no smaller one
+
+
+def is_space(x) -> bool:
+    return isinstance(x, Discrete | MultiDiscrete | Box)
+
+
+def contains(space, x, mask: jax.Array | None = None) -> jax.Array:
+    """`bool`: `x` lies in `space`, a space or a pytree of spaces of `x`'s structure (`mask` for a single
+    discrete space only)."""
+    if is_space(space):
+        return space.contains(x, mask)
+    parts = jax.tree.map(lambda s, a: s.contains(a), space, x, is_leaf=is_space)
+    return jnp.all(jnp.stack([jnp.asarray(p) for p in jax.tree.leaves(parts)]))
+
+
+def shape_structs(space):
+    """The `jax.ShapeDtypeStruct` pytree of what `space` holds, to compare with `jax.eval_shape`'s."""
+    return jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype)), space, is_leaf=is_space)
+
+
+def bounds(space) -> str:
+    """A leaf space's values in words: `{0..n-1}`, `[low, high]` or `bool`."""
+    if isinstance(space, Discrete):
+        return f"{{0..{space.n - 1}}}"
+    if isinstance(space, MultiDiscrete):
+        return " × ".join(f"{{0..{n - 1}}}" for n in space.nvec)
+    if jnp.dtype(space.dtype) == jnp.bool_:
+        return "bool"
+    fmt = lambda v: (
+        "∞" if v == float("inf") else "-∞" if v == float("-inf") else "I32_MAX" if v == I32_MAX else f"{v:g}"
+    )
+    return f"[{fmt(space.low)}, {fmt(space.high)}]"
+
+
+def describe(space) -> list[tuple[str, tuple[int, ...], str, str]]:
+    """`(field, shape, dtype, bounds)` per leaf of a space or pytree of spaces (field `""` for a single
+    space), in the pytree's order: the rows of an env page's observation and action tables."""
+    leaves = jax.tree_util.tree_leaves_with_path(space, is_leaf=is_space)
+    return [
+        (jax.tree_util.keystr(path, simple=True, separator="."), tuple(s.shape), jnp.dtype(s.dtype).name,
+         bounds(s))
+        for path, s in leaves
+    ]  # fmt: skip

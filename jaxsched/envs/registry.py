@@ -204,6 +204,18 @@ class EnvSpec:
         d.pop("size", None)
         return d
 
+    def __repr__(self) -> str:
+        overrides = ", ".join(f"{k}={v!r}" for k, v in self.defaults.items())
+        return f"{self.name}: {self.description} [{self.paper}]\n    overrides: {overrides}"
+
+
+class Registered(dict):
+    """`{name: EnvSpec}`, printed one name a block: its description, paper and the keyword overrides
+    `make(name, **overrides)` takes, with this name's values."""
+
+    def __repr__(self) -> str:
+        return "\n".join(repr(spec) for spec in self.values())
+
 
 # The calibrated DAS presets' workload and contention (configs/das/paper_*.yaml; a test holds them equal):
 # one job population for the three clusters, Medium's arrival rate scaled (docs/results/calibration.md).
@@ -334,9 +346,9 @@ _SPECS = [
 SPECS = {s.name: s for s in _SPECS}
 
 
-def registered() -> dict[str, EnvSpec]:
-    """Every registered environment by name."""
-    return dict(SPECS)
+def registered() -> Registered:
+    """Every registered environment by name; printing it lists each name's overrides and their values."""
+    return Registered(SPECS)
 
 
 def make(name: str, **overrides):

@@ -39,7 +39,7 @@ from flax import struct
 
 from jaxsched.core.checks import at_least
 from jaxsched.core.env import Environment
-from jaxsched.core.spaces import Box
+from jaxsched.core.spaces import I32_MAX, Box
 from jaxsched.workloads.deferrable import DeferrableBank
 
 N_PENDING_FEATURES = 6  # present, candidate, cores, duration, e − t, l − t
@@ -383,11 +383,19 @@ class DeferrableEnv(Environment[DeferrableState, DeferrableParams]):
     def action_mask(self, state: DeferrableState, params: DeferrableParams) -> jax.Array:
         return self.candidates(state)
 
-    def observation_space(self, params: DeferrableParams):
-        """Over `obs.pending_features`."""
-        return Box(-np.inf, np.inf, (self.config.pending_slots, N_PENDING_FEATURES))
+    def observation_space(self, params: DeferrableParams) -> DeferrableObs:
+        """A `DeferrableObs` of spaces: each field's shape, dtype and bounds (`docs/envs/deferrable.md`)."""
+        p, r, k = self.config.pending_slots, self.config.running_slots, self.config.history
+        count = lambda *shape, low=0: Box(low, I32_MAX, shape, jnp.int32)
+        return DeferrableObs(
+            t=count(), horizon=count(), capacity=count(), load=count(), day_phase=Box(0.0, 1.0, ()),
+            p_id=count(p, low=-1), p_cores=count(p), p_duration=count(p), p_earliest=count(p),
+            p_latest=count(p), p_submit=count(p), candidate=Box(0, 1, (p,), jnp.bool_),
+            r_id=count(r, low=-1), r_cores=count(r), r_end=count(r),
+            history=Box(0.0, np.inf, (k, len(HISTORY_FIELDS))),
+        )  # fmt: skip
 
-    def action_space(self, params: DeferrableParams):
+    def action_space(self, params: DeferrableParams) -> Box:
         return Box(-np.inf, np.inf, (self.config.pending_slots,))
 
     def metrics(self, state: DeferrableState, params: DeferrableParams) -> dict[str, jax.Array]:

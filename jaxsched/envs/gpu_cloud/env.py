@@ -28,9 +28,11 @@ import jax.numpy as jnp
 from jaxsched.core import queue
 from jaxsched.core.env import Environment
 from jaxsched.core.placement import can_place, descending_rank, fit_counts
-from jaxsched.core.spaces import Box
+from jaxsched.core.spaces import I32_MAX, Box
 from jaxsched.envs.gpu_cloud.contention import contention_shares, fluctuation, job_speeds
 from jaxsched.envs.gpu_cloud.obs import (
+    N_JOB_FEATURES,
+    N_MACHINE_FEATURES,
     GPUCloudObs,
     global_state,
     global_state_size,
@@ -483,8 +485,18 @@ class GPUCloudEnv(Environment[GPUCloudState, GPUCloudParams]):
         """`bool[N]`: which priority/affinity rows act on a visible job."""
         return state.view >= 0
 
-    def observation_space(self, params: GPUCloudParams) -> Box:
-        return Box(0.0, jnp.inf, (self.global_state_size,))
+    def observation_space(self, params: GPUCloudParams) -> GPUCloudObs:
+        """A `GPUCloudObs` of spaces: every field's shape, dtype and bounds (`docs/envs/gpu_cloud.md`)."""
+        n, m = self.config.n_slots, self.config.n_machines
+        real = lambda *shape: Box(0.0, jnp.inf, shape)
+        count = lambda *shape, low=0: Box(low, I32_MAX, shape, jnp.int32)
+        flag = lambda *shape: Box(0, 1, shape, jnp.bool_)
+        return GPUCloudObs(
+            jobs=real(n, N_JOB_FEATURES), job_mask=flag(n), machines=real(m, N_MACHINE_FEATURES),
+            global_state=real(self.global_state_size), n_inst=count(n), demand=count(n, N_RES),
+            arrival_rank=count(n, low=-1), free=count(m, N_RES), cap=count(m, N_RES), t=real(),
+            decision=flag(),
+        )  # fmt: skip
 
     @property
     def global_state_size(self) -> int:

@@ -43,7 +43,7 @@ from jaxsched.core.episode import pin_window
 from jaxsched.core.metrics import fragmentation, per_job
 from jaxsched.core.placement import packing_take, take_free_slots
 from jaxsched.core.queue import first_after
-from jaxsched.core.spaces import Box, Discrete
+from jaxsched.core.spaces import I32_MAX, Box, Discrete
 from jaxsched.envs.gpu_locality.params import (
     GPULocalityConfig,
     GPULocalityParams,
@@ -53,6 +53,7 @@ from jaxsched.envs.gpu_locality.params import (
     run_time,
 )
 from jaxsched.envs.gpu_locality.types import GPULocalityObs, GPULocalityState
+from jaxsched.workloads.dlt import DLT_MODELS
 
 N_STATS = 4  # jobs behind the window: count, mean GPUs, mean ideal time, mean wait
 
@@ -283,10 +284,19 @@ class GPULocalityEnv(Environment[GPULocalityState, GPULocalityParams]):
     def action_mask(self, state: GPULocalityState, params: GPULocalityParams) -> jax.Array:
         return self._mask(state, params)
 
-    def observation_space(self, params: GPULocalityParams) -> Box:
+    def observation_space(self, params: GPULocalityParams) -> GPULocalityObs:
+        """A `GPULocalityObs` of spaces: each field's shape, dtype, bounds (`docs/envs/gpu_locality.md`)."""
         cfg = self.config
-        size = cfg.n_gpus + (cfg.n_levels + 2) * cfg.window + N_STATS
-        return Box(0.0, jnp.inf, (size,))
+        n, m, j, k = cfg.n_servers, cfg.gpus_per_server, cfg.window, cfg.n_levels
+        real = lambda *shape: Box(0.0, jnp.inf, shape)
+        count = lambda *shape, high=I32_MAX: Box(0, high, shape, jnp.int32)
+        return GPULocalityObs(
+            gpu=real(n, m), jobs=real(j, k + 2), stats=real(N_STATS),
+            vec=real(n * m + (k + 2) * j + N_STATS), mask=Box(0, 1, (j + 1,), jnp.bool_),
+            present=Box(0, 1, (j,), jnp.bool_), gpus=count(j, high=n * m),
+            ideal=count(j), wait=count(j), model=count(j, high=len(DLT_MODELS) - 1), passed=count(j),
+            profile=count(j, k), free=count(n, high=m), t=count(),
+        )  # fmt: skip
 
     def action_space(self, params: GPULocalityParams) -> Discrete:
         """Window slots `0 .. J-1`, then φ = `J`."""

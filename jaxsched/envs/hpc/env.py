@@ -38,7 +38,7 @@ from jaxsched.core.checks import at_least
 from jaxsched.core.env import Environment
 from jaxsched.core.episode import pin_window
 from jaxsched.core.metrics import bounded_slowdown, per_job, slowdown
-from jaxsched.core.spaces import Box, Discrete
+from jaxsched.core.spaces import I32_MAX, Box, Discrete
 from jaxsched.workloads.base import Workload, validate_workload
 
 N_JOB_FEATURES = 5  # present, cores/N, requested time/runtime_norm, wait/wait_norm, can run now
@@ -448,9 +448,14 @@ class HPCEnv(Environment[HPCState, HPCParams]):
     def action_mask(self, state: HPCState, params: HPCParams) -> jax.Array:
         return self.observe(state, params).mask
 
-    def observation_space(self, params: HPCParams) -> Box:
-        cfg = self.config
-        return Box(0.0, jnp.inf, (cfg.n_cores + N_JOB_FEATURES * cfg.window_size,))
+    def observation_space(self, params: HPCParams) -> HPCObs:
+        """An `HPCObs` of spaces: every field's shape, dtype and bounds (`docs/envs/hpc.md`)."""
+        n, m = self.config.n_cores, self.config.window_size
+        count = lambda shape, high=I32_MAX: Box(0, high, shape, jnp.int32)
+        return HPCObs(
+            vec=Box(0.0, jnp.inf, (n + N_JOB_FEATURES * m,)), mask=Box(0, 1, (m + 1,), jnp.bool_),
+            submit=count((m,)), cores=count((m,), n), req_time=count((m,)), sigma=count((n,)), t=count(()),
+        )  # fmt: skip
 
     def action_space(self, params: HPCParams) -> Discrete:
         """Slots `0 .. M-1`, then Fwd = `M`."""
