@@ -111,3 +111,15 @@ def test_a_repeated_unit_is_refused_not_counted_twice():
     assert wilcoxon_signed_rank(per_unit(seeds), y)["n"] == 8
     # A repeated pair with no difference is dropped anyway (ties at zero carry no rank): allowed.
     assert wilcoxon_signed_rank([1.0, 1.0, 2.0], [1.0, 1.0, 3.0])["n"] == 1
+
+
+def test_a_count_left_short_by_ties_says_so():
+    """4 episodes, 2 of them tied: the test counts 2, and what is printed says why it is not 4."""
+    from jaxsched.experiments.stats import n_tested, units_tested
+
+    t = wilcoxon_signed_rank(np.array([1.0, 2.0, 3.0, 4.0]), np.array([1.0, 2.5, 3.0, 3.0]))
+    assert (t["n"], t["pairs"]) == (2, 4)
+    assert units_tested(t) == "over 2 of 4 episodes (2 tied: left out)"
+    assert n_tested(t) == "n = 2 of 4, 2 tied"
+    untied = wilcoxon_signed_rank(np.array([1.0, 2.0]), np.array([0.0, 0.0]))
+    assert units_tested(untied) == "over 2 episodes" and n_tested(untied) == "n = 2"

@@ -24,7 +24,7 @@ import numpy as np
 from jaxsched.core import episode
 from jaxsched.experiments.live import live
 from jaxsched.experiments.report import print_metric_table, write_json
-from jaxsched.experiments.stats import best_of, favouring, paired_tests, run_stats
+from jaxsched.experiments.stats import best_of, favouring, paired_tests, run_stats, units_tested
 from jaxsched.experiments.train import CHECKPOINT_DIR, EVAL_FILE, trained_learners
 
 
@@ -214,7 +214,7 @@ def print_comparisons(learned: dict, paired: tuple[str, ...], lower_is_better: b
                 ratio = favouring(t, lower_is_better)
                 print(
                     f"{label} vs {t['against']} ({key}): ×{ratio:.3f} (> 1: {label} better), "
-                    f"Wilcoxon p = {t['p']:.3g} over {t['n']} episodes"
+                    f"Wilcoxon p = {t['p']:.3g} {units_tested(t)}"
                 )
 
 

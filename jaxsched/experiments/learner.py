@@ -19,8 +19,8 @@ adds: validation-based selection (`select`), a warm start (`warm_start`), and wh
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,8 @@ class Learner:
     build: Callable[[Any], tuple]  # build(cfg) -> (env, train_params, ...): the env and its banks
     summary: Callable[[list[dict]], str]  # the progress bar's label of a chunk's records
     curves: Callable[[Any, str], tuple[str, ...]]  # curves(cfg, name): the learning curves' metrics
+    # the curves' axis labels (words and units) where this system's metric differs from `plots.LABELS`'s
+    labels: Mapping[str, str] = field(default_factory=dict)
     # config fields a resumed run may extend (e.g. the list of learners: one learner's run does not
     # depend on the others), or a function of the config giving them
     may_grow: tuple[str, ...] | Callable[[Any], tuple[str, ...]] = ()
@@ -135,7 +137,7 @@ def train_learner(
         # with a selection hook the evaluation may read another checkpoint than the last
         note = "" if hook is None else f" (final parameters, update {records[-1]['update']})"
         title = f"{shown}: {cfg.num_seeds} seeds (mean ± std)"
-        report_run(run_dir, records, title, learner.curves(cfg, name), progress, note)
+        report_run(run_dir, records, title, learner.curves(cfg, name), progress, note, learner.labels)
     return run_dir
 
 

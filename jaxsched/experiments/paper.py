@@ -15,6 +15,7 @@ from pathlib import Path
 
 from jaxsched.experiments.config import add_run_location
 from jaxsched.experiments.report import DASH, machine_line, mean_std, write_json
+from jaxsched.experiments.stats import n_tested
 
 
 def evaluated_configs(paths, system, overrides=()) -> list[tuple]:
@@ -164,7 +165,8 @@ def vs_best(test: dict | None) -> str:
     """A paired test as "×(ours ÷ theirs) vs NAME, p = P (n = N)" (its `ratio` is theirs ÷ ours)."""
     if test is None:
         return DASH
-    return f"×{1 / max(test['ratio'], 1e-12):.3f} vs {test['against']}, p = {test['p']:.2g} (n = {test['n']})"
+    ratio = 1 / max(test["ratio"], 1e-12)
+    return f"×{ratio:.3f} vs {test['against']}, p = {test['p']:.2g} ({n_tested(test)})"
 
 
 def methods_table(

@@ -16,6 +16,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+# Axis labels of the metrics curves plot, in words with units; a system whose metric means something else
+# under the same key passes its own (`Learner.labels`, e.g. OSDEC's utilisation in core·steps).
 LABELS = {
     "avg_wait": "average waiting time (s)",
     "avg_queue_len": "average queue length (jobs)",
@@ -24,11 +26,40 @@ LABELS = {
     "avg_bsld": "average bounded slowdown",
     "episode_return": "episode return",
     "episode_length": "episode length (decisions)",
+    "avg_jct": "average JCT (s)",
     "avg_jct_min": "average JCT (min)",
+    "avg_wait_min": "average waiting time (min)",
     "avg_fee": "average fee ($)",
+    "avg_effectiveness": "average execution effectiveness E",
+    "idle_per_selection": "idle time per selection (s)",
+    "total_reward": "total reward (per episode)",
+    "td_loss": "TD loss",
+    "approx_kl": "approximate KL divergence",
+    "aux_loss": "auxiliary tasks' loss",
     "entropy": "policy entropy (per action dimension)",
 }
 CURVE_METRICS = ("avg_wait", "avg_queue_len", "utilization", "episode_return")
+
+
+def metric_label(key: str, labels: Mapping[str, str] | None = None) -> str:
+    """`key`'s axis label in words with its unit: `labels`, then `LABELS`, else the key spelt out
+    (`avg_wait_min` -> "average wait (min)")."""
+    if labels and key in labels:
+        return labels[key]
+    if key in LABELS:
+        return LABELS[key]
+    words, unit = key.split("_"), ""
+    if len(words) > 1 and words[-1] in ("s", "min", "h"):
+        unit = f" ({words.pop()})"
+    if words[0] == "avg":
+        words[0] = "average"
+    return " ".join(words) + unit
+
+
+def metric_title(key: str, labels: Mapping[str, str] | None = None) -> str:
+    """A panel title: the label without its unit, its first letter capitalised ("Average JCT")."""
+    label = metric_label(key, labels).split(" (")[0]
+    return label[:1].upper() + label[1:]
 
 
 def _records(source) -> list[dict]:
@@ -56,9 +87,14 @@ def curve_stats(records: Iterable[dict], metric: str) -> tuple[np.ndarray, np.nd
 
 
 def plot_learning_curves(
-    metrics_jsonl_path_or_records, out_png, metrics: tuple[str, ...] = CURVE_METRICS, title: str = ""
+    metrics_jsonl_path_or_records,
+    out_png,
+    metrics: tuple[str, ...] = CURVE_METRICS,
+    title: str = "",
+    labels: Mapping[str, str] | None = None,
 ) -> Path:
-    """One panel per metric against env steps (per seed), mean ± std across seeds (Fig. 3 style)."""
+    """One panel per metric against env steps (per seed), mean ± std across seeds (Fig. 3 style); axes
+    labelled by `metric_label(key, labels)`."""
     records = _records(metrics_jsonl_path_or_records)
     n = len(metrics)
     cols = 2 if n > 1 else 1
@@ -85,9 +121,9 @@ def plot_learning_curves(
             ax.fill_between(x, mean - std, mean + std, color="tab:blue", alpha=0.25, lw=0)
         else:
             ax.text(0.5, 0.5, "no finished episodes yet", ha="center", va="center", transform=ax.transAxes)
-        ax.set_title(LABELS.get(metric, metric).split(" (")[0].capitalize())
+        ax.set_title(metric_title(metric, labels))
         ax.set_xlabel("env steps (per seed)")
-        ax.set_ylabel(LABELS.get(metric, metric))
+        ax.set_ylabel(metric_label(metric, labels))
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
@@ -153,29 +189,42 @@ def plot_grouped_bars(
     error bars (e.g. a metric per 1-GPU share, per policy)."""
     names = list(dict.fromkeys(s for g in groups.values() for s in g))
     width = 0.8 / max(len(names), 1)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(groups) * max(len(names), 1) * 0.5), 3.8))
+    bars = len(groups) * max(len(names), 1)
+    # about 0.15 in a bar, within 6-16 in wide; the legend goes below the axes, so the plot keeps its height
+    fig, ax = plt.subplots(figsize=(min(16.0, max(6.0, 2.0 + 0.15 * bars)), 4.2 + 0.25 * (len(names) // 5)))
+    colours = distinct_colours(len(names))
     for i, name in enumerate(names):
         xs = [j + (i - (len(names) - 1) / 2) * width for j in range(len(groups))]
         mean = [groups[g].get(name, (np.nan, 0))[0] for g in groups]
         std = [groups[g].get(name, (np.nan, 0))[1] for g in groups]
-        ax.bar(xs, mean, width, yerr=std, capsize=2, label=name)
+        ax.bar(xs, mean, width, yerr=std, capsize=2, label=name, color=colours[i])
     ax.set_xticks(range(len(groups)), list(groups))
     ax.set_ylabel(ylabel)
-    ax.set_title(textwrap.fill(title, 90), fontsize=9)
-    ax.legend(fontsize=7, ncol=min(len(names), 4))
+    ax.set_title(textwrap.fill(title, 120), fontsize=9)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=7, ncol=min(len(names), 5), loc="upper center", bbox_to_anchor=(0.5, -0.12))
     fig.tight_layout()
     fig.savefig(out_png, dpi=120)
     plt.close(fig)
     return Path(out_png)
 
 
+def distinct_colours(n: int) -> list[tuple]:
+    """`n` colours no two alike: matplotlib's ten up to 10, tab20's pairs up to 20, a hue wheel beyond."""
+    if n <= 10:
+        return list(plt.get_cmap("tab10").colors[:n])
+    if n <= 20:
+        return list(plt.get_cmap("tab20").colors[:n])
+    return [plt.get_cmap("hsv")(i / n) for i in range(n)]
+
+
 def _draw_lines(ax, x, series: Mapping[str, tuple], xlabel: str, ylabel: str, title: str = "") -> None:
-    for name, values in series.items():
+    for colour, (name, values) in zip(distinct_colours(len(series)), series.items(), strict=True):
         if x is None:
             xs, ys, std = values[0], values[1], None
         else:
             xs, ys, std = x, values[0], values[1] if len(values) > 1 else None
-        line = ax.plot(xs, ys, label=name, lw=1.2, marker="o" if len(xs) < 20 else None)[0]
+        line = ax.plot(xs, ys, label=name, lw=1.2, marker="o" if len(xs) < 20 else None, color=colour)[0]
         if std is not None:
             ys, std = np.asarray(ys), np.asarray(std)
             ax.fill_between(xs, ys - std, ys + std, color=line.get_color(), alpha=0.15)
@@ -230,9 +279,9 @@ def plot_line_panels(panels: Mapping[str, tuple], out_png, title: str = "") -> P
 
 
 def _draw_cdfs(ax, samples: Mapping[str, np.ndarray], xlabel: str, title: str = "") -> None:
-    for name, values in samples.items():
+    for colour, (name, values) in zip(distinct_colours(len(samples)), samples.items(), strict=True):
         v = np.sort(np.asarray(values, np.float64))
-        ax.step(v, np.arange(1, v.size + 1) / max(v.size, 1), where="post", label=name, lw=1.2)
+        ax.step(v, np.arange(1, v.size + 1) / max(v.size, 1), where="post", label=name, lw=1.2, color=colour)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("fraction")
     ax.set_ylim(0, 1.02)

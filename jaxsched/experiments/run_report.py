@@ -111,6 +111,8 @@ def report(system, cfg, console: Console | None = None) -> dict:
         print_metric_table(rows, metrics, title=f"{label}: held-out evaluation ({SPREAD})")
     for label, run_dir, records in curves:
         keys = tuple(m.key for m in system.metrics if m.key in records[-1])[:3] + ("episode_return",)
-        png = plot_learning_curves(records, run_dir / CURVE_FILE, keys, title=f"{cfg.name}: {label}")
+        title = (cfg.name if label == cfg.name else f"{cfg.name}: {label}") + " (mean ± std over seeds)"
+        labels = getattr(system.learner, "labels", None)
+        png = plot_learning_curves(records, run_dir / CURVE_FILE, keys, title=title, labels=labels)
         console.print(f"learning curves: {png}")
     return out

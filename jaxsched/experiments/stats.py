@@ -79,10 +79,25 @@ def distinct_pairs(x, y) -> tuple[np.ndarray, np.ndarray]:
 
 def wilcoxon_signed_rank(x, y) -> dict:
     """Exact two-sided test of `x − y` over paired 1-D samples, one value per distinct unit
-    (`distinct_pairs`). Returns `{n, w_plus, w_minus, p}` (n: the nonzero differences; p = 1 when
-    n = 0)."""
+    (`distinct_pairs`). Returns `{n, pairs, w_plus, w_minus, p}` (n: the nonzero differences, the
+    units the test counts; pairs: all units, ties included; p = 1 when n = 0)."""
     x, y = distinct_pairs(x, y)
-    return _signed_rank(x - y)
+    return {**_signed_rank(x - y), "pairs": int(len(x))}
+
+
+def n_tested(test: dict) -> str:
+    """A table cell's count: "n = 4", or "n = 2 of 4, 2 tied" where ties left units out of the test."""
+    n, pairs = test["n"], test.get("pairs", test["n"])
+    return f"n = {n}" if pairs == n else f"n = {n} of {pairs}, {pairs - n} tied"
+
+
+def units_tested(test: dict) -> str:
+    """"over 4 episodes", or "over 2 of 4 episodes (2 tied: left out)" where ties dropped some (a
+    Wilcoxon test counts only the nonzero differences)."""
+    n, pairs = test["n"], test.get("pairs", test["n"])
+    if pairs == n:
+        return f"over {n} episodes"
+    return f"over {n} of {pairs} episodes ({pairs - n} tied: left out)"
 
 
 def _signed_rank(d: np.ndarray) -> dict:

@@ -102,16 +102,14 @@ def seed_keys(cfg) -> jax.Array:
 
 
 def report_run(run_dir: Path, records: list[dict], title: str, curve_metrics=None, progress: bool = True,
-               checkpoint_note: str = "") -> Path:  # fmt: skip
+               checkpoint_note: str = "", labels=None) -> Path:  # fmt: skip
     """After a learner's training: draw its learning curve (`CURVE_FILE`, the metrics `curve_metrics` or
-    the plotting default) and say where its metrics, last checkpoint and curve are. Returns the curve."""
-    from jaxsched.experiments.plots import plot_learning_curves
+    the plotting default, axes labelled by `labels` over `plots.LABELS`) and say where its metrics, last
+    checkpoint and curve are. Returns the curve."""
+    from jaxsched.experiments.plots import CURVE_METRICS, plot_learning_curves
 
     curve = Path(run_dir) / CURVE_FILE
-    if curve_metrics is None:
-        plot_learning_curves(records, curve, title=title)
-    else:
-        plot_learning_curves(records, curve, curve_metrics, title=title)
+    plot_learning_curves(records, curve, curve_metrics or CURVE_METRICS, title=title, labels=labels)
     if progress:
         print(f"metrics:        {Path(run_dir) / METRICS_FILE}")
         print(

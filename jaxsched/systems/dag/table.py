@@ -52,7 +52,7 @@ from jaxsched.experiments.paper import (
 )
 from jaxsched.experiments.plots import plot_cdf_panels, plot_line_panels
 from jaxsched.experiments.report import DASH, mean_std
-from jaxsched.experiments.stats import best_of
+from jaxsched.experiments.stats import best_of, n_tested
 from jaxsched.systems.dag.calibration import CALIBRATION
 from jaxsched.systems.dag.config import DAGSystemConfig, build_params, make_env
 from jaxsched.systems.dag.evaluation import EVALUATION, LEARNER_LABELS
@@ -128,7 +128,7 @@ def table1(configs) -> tuple[list[str], dict]:
         for v in ("no_idle", "no_features"):
             test = ours.get("full", {}).get(f"vs_{LEARNER_LABELS[v]}")
             tests[v] = test
-            cells.append(DASH if test is None else f"{test['p']:.3g} (n = {test['n']})")
+            cells.append(DASH if test is None else f"{test['p']:.3g} ({n_tested(test)})")
         lines.append(f"| {source} | {cfg.name} | " + " | ".join(cells) + " |")
         numbers[cfg.name] = {
             "source": source,

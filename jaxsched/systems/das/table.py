@@ -159,7 +159,7 @@ def significance_lines(tests: list[dict], target: str = "das") -> list[str]:
             "mean difference",
             "W+",
             "W−",
-            "pairs",
+            "pairs (nonzero of all)",
             "p (two-sided, exact)",
             text=2,
         ),  # fmt: skip
@@ -167,8 +167,8 @@ def significance_lines(tests: list[dict], target: str = "das") -> list[str]:
     for t in tests:
         who = label(t["versus"]) + (" (best baseline)" if t["best"] else "")
         out.append(
-            f"| {who} | {t['header']} | {t['diff']:+,.2f} | {t['w_plus']:g} | {t['w_minus']:g} | {t['n']} | "
-            f"{t['p']:.2g} |"
+            f"| {who} | {t['header']} | {t['diff']:+,.2f} | {t['w_plus']:g} | {t['w_minus']:g} | "
+            f"{t['n']} of {t.get('pairs', t['n'])} | {t['p']:.2g} |"
         )
     return out
 

@@ -20,6 +20,7 @@ from jaxsched.experiments.train import algorithm_programs, episode_summary
 from jaxsched.systems.osdec.config import OSDECConfig, build_osdec
 
 CURVE_METRICS = ("total_reward", "utilization", "approx_kl")  # and `aux_loss` for a learner with the module
+CURVE_LABELS = {"utilization": "utilisation (core·steps started, per episode)"}  # Σ c·d, not a fraction
 
 
 def ppo_for(cfg: OSDECConfig, learner: str, env, env_params) -> PPO:
@@ -44,5 +45,6 @@ LEARNER = Learner(
     build=build_osdec,
     summary=episode_summary("utilization", "utilization", "core-steps", fmt=",.1f"),
     curves=curves,
+    labels=CURVE_LABELS,
     may_grow=("agent.learners",),  # a learner's training does not depend on the others listed
 )
