@@ -101,3 +101,31 @@ def test_repaired_run_times_are_counted_on_stderr_and_in_the_json(tmp_path, caps
     captured = capsys.readouterr()
     assert "of 3 jobs, 1 had a negative run time, set to 10 s" in captured.err
     assert json.loads(captured.out)["trace"]["negative_runtime_set_to_10s"] == 1
+
+
+def _commands(parser) -> dict[str, str]:
+    """`{command: help}` of a parser's subcommands, in order."""
+    import argparse
+
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {c.dest: c.help for c in sub._choices_actions}
+
+
+def test_help_lists_every_command_without_importing_the_systems():
+    """`jaxsched --help` and the shared verbs' parser list the systems' own commands from
+    `cli.SYSTEM_COMMANDS` (nothing imported); the list equals the one the systems declare, and `--help`
+    starts without jax."""
+    import subprocess
+    import sys
+
+    from jaxsched.cli import build_parser
+
+    assert _commands(build_parser(systems=False)) == _commands(build_parser(systems=True))
+    code = (
+        "import sys; from jaxsched.cli import main\n"
+        "try: main(['--help'])\n"
+        "except SystemExit: pass\n"
+        "print('jax' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "False"
