@@ -217,8 +217,11 @@ def _run_bench(args) -> int:
     if args.config is not None:
         from jaxsched.policies import make_heuristic
 
+        from jaxsched.experiments.live import live
+
         system, cfg = _system_and_config(args)
-        env, params = system.build(cfg)
+        with live(f"building the env and workload of {args.config}"):
+            env, params = system.build(cfg)
         name = args.policy or system.baselines[0]
         policy = make_heuristic(env, name)
         chosen = {"env_setup": lambda: (env, params), "action_fn": lambda key, obs: policy(None, obs, key)}

@@ -79,15 +79,22 @@ def test_missing_file_and_unknown_policy(tmp_path, capsys):
     assert "magic" in capsys.readouterr().err
 
 
-def test_bench_measures_the_env_of_any_config(tmp_path, capsys, repo_root):
+def test_bench_measures_the_env_of_any_config(tmp_path, capsys, repo_root, monkeypatch):
     """`jaxsched bench CONFIG`: the env and training bank of the config's system (here DAS), acting with
-    the named heuristic, every call a step of the vmapped env; `--policy` without a config is an error."""
+    the named heuristic, every call a step of the vmapped env, with a live line for the build, each
+    compile and the timed runs; `--policy` without a config is an error."""
+    from jaxsched.experiments import live as live_module
+
+    monkeypatch.setattr(live_module, "QUIET_S", 0.0)  # every phase gets its lines, however quick
     out = tmp_path / "bench.json"
     args = ["bench", str(repo_root / "configs/das/quick.yaml"), "--policy", "tetris", "--batches", "2",
             "--steps", "4", "--repeats", "1", "--json", str(out)]  # fmt: skip
     assert main(args) == 0
-    printed = capsys.readouterr().out
-    assert "das env of" in printed and "acting with tetris" in printed
+    printed = capsys.readouterr()
+    assert "das env of" in printed.out and "acting with tetris" in printed.out
+    for phase in ("building the env and workload of", "batch 2: compiling the 4-step rollout",
+                  "batch 2: 1 timed runs of 4 steps"):  # fmt: skip
+        assert f"{phase}" in printed.err, phase
     (record,) = json.loads(out.read_text())
     assert record["env"] == "gpu_cloud" and record["batch"] == 2 and record["steps_per_s"] > 0
     assert main(["bench", "--policy", "tetris"]) == 2

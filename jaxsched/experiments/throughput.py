@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxsched.envs.registry import make
+from jaxsched.experiments.live import live
 
 
 def default_hpc_setup(
@@ -138,25 +139,29 @@ def measure_env(
     seed: int = 0,
     action_fn=random_valid_action,
     warmup_steps: int = 0,
+    progress: bool = False,
 ) -> dict:
     """One record: steps/s (median), compile time, reset cost for `batch` parallel envs taking
     `action_fn(key, obs)` actions (one env's; vmapped here) in `random_rollout`'s loop. Timed runs start
     after `warmup_steps` steps from reset (so envs are past their episodes' first steps). Envs whose
     `info["decision"]` marks non-decision steps also get `decisions_per_s`, counting only the steps that
     used the action; envs whose `info["events"]` counts the event times a step processed also get
-    `events_per_s`."""
+    `events_per_s`. `progress`: a live line (`experiments.live`) while it compiles and while it runs."""
     reset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
     rollout = random_rollout(env, params, batch, steps, action_fn)
 
     keys = jax.random.split(jax.random.key(seed), batch)
-    reset_first, reset_times = _time(reset, keys, params, repeats=repeats)
-    obs, state = reset(keys, params)
+    with live(f"batch {batch}: compiling and timing reset", progress):
+        reset_first, reset_times = _time(reset, keys, params, repeats=repeats)
+        obs, state = reset(keys, params)
     t0 = time.perf_counter()
-    jax.block_until_ready(rollout.lower(jax.random.key(seed + 1), obs, state).compile())
+    with live(f"batch {batch}: compiling the {steps}-step rollout", progress):
+        jax.block_until_ready(rollout.lower(jax.random.key(seed + 1), obs, state).compile())
     compile_s = time.perf_counter() - t0
-    for i in range(-(-warmup_steps // steps)):
-        obs, state, *_ = rollout(jax.random.fold_in(jax.random.key(seed + 2), i), obs, state)
-    _, times = _time(rollout, jax.random.key(seed + 1), obs, state, repeats=repeats)
+    with live(f"batch {batch}: {repeats} timed runs of {steps} steps", progress):
+        for i in range(-(-warmup_steps // steps)):
+            obs, state, *_ = rollout(jax.random.fold_in(jax.random.key(seed + 2), i), obs, state)
+        _, times = _time(rollout, jax.random.key(seed + 1), obs, state, repeats=repeats)
     run = statistics.median(times)
     _, _, _, decided, events = rollout(jax.random.key(seed + 1), obs, state)
     decided, events = int(decided), int(events)
@@ -184,12 +189,16 @@ def env_throughput(
     env_setup=None,
     action_fn=random_valid_action,
     warmup_steps: int = 0,
+    progress: bool = True,
 ) -> list[dict]:
-    """Benchmark an env (default the HPC env) at each batch size; print a table, optionally write JSON."""
-    env, params = (env_setup or default_hpc_setup)()
+    """Benchmark an env (default the HPC env) at each batch size; print a table, optionally write JSON.
+    `progress`: live lines while the env builds, each batch compiles and its timed runs run."""
+    with live("building the env and its workload", progress):
+        env, params = (env_setup or default_hpc_setup)()
     records = []
     for batch in batches:
-        rec = measure_env(env, params, batch, steps, repeats, action_fn=action_fn, warmup_steps=warmup_steps)
+        rec = measure_env(env, params, batch, steps, repeats, action_fn=action_fn, warmup_steps=warmup_steps,
+                          progress=progress)  # fmt: skip
         records.append(rec)
         print(
             f"{rec['env']:>9} batch {batch:>6}: {rec['steps_per_s']:>12,.0f} steps/s "
