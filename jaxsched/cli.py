@@ -215,9 +215,8 @@ def _run_bench(args) -> int:
 
     chosen = {}  # the env and the acting policy, when a config names them
     if args.config is not None:
-        from jaxsched.policies import make_heuristic
-
         from jaxsched.experiments.live import live
+        from jaxsched.policies import make_heuristic
 
         system, cfg = _system_and_config(args)
         with live(f"building the env and workload of {args.config}"):

@@ -77,7 +77,7 @@ class ToyEnv(Environment[ToyState, ToyParams]):
         return jnp.ones((N,), bool)
 
     def observation_space(self, params):
-        return Box(0.0, 10.0, (N,))
+        return ToyObs(vec=Box(0.0, 10.0, (N,)), mask=Box(0, 1, (N,), jnp.bool_))  # a space per field
 
     def action_space(self, params):
         return Discrete(N)

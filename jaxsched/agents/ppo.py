@@ -62,6 +62,7 @@ from jaxsched.agents.pg import (
     update_metrics,
 )
 from jaxsched.core.checks import in_unit_interval, positive
+from jaxsched.core.spaces import is_space
 from jaxsched.core.wrappers import LogWrapper
 from jaxsched.nn.mlp import ACTIVATION_NAMES, MASKED_LOGIT, VecActorCritic
 
@@ -224,7 +225,10 @@ class PPO:
         self.aux = getattr(network, "aux_targets", None) is not None
         if config.group_lrs and not hasattr(network, "param_labels"):
             raise ValueError("ppo.group_lrs needs a network with `param_labels` (its parameter groups)")
-        vec = getattr(env.observation_space(env_params), "vec", None)  # the space of `obs.vec`, if any
+        # The space of `obs.vec`: the observation space's `vec` field (a pytree of spaces), or the whole
+        # space where an env describes only that vector by one space.
+        space = env.observation_space(env_params)
+        vec = space if is_space(space) else getattr(space, "vec", None)
         flat = vec is not None and len(vec.shape) == 1
         # The length of `obs.vec`, which the running statistics cover (1, a placeholder, without one).
         self.obs_dim = vec.shape[0] if flat else 1
