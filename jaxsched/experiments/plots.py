@@ -27,6 +27,7 @@ LABELS = {
     "episode_return": "episode return",
     "episode_length": "episode length (decisions)",
     "avg_jct": "average JCT (s)",
+    "makespan": "makespan (s)",
     "avg_jct_min": "average JCT (min)",
     "avg_wait_min": "average waiting time (min)",
     "avg_fee": "average fee ($)",
@@ -183,10 +184,12 @@ def plot_split_sweep(results: Mapping[tuple[int, int], Mapping[str, tuple[float,
 
 
 def plot_grouped_bars(
-    groups: Mapping[str, Mapping[str, tuple[float, float]]], out_png, ylabel: str, title: str = ""
-) -> Path:
-    """Bars of `groups[group][series] = (mean, std)`: one cluster per group, one colour per series, std as
-    error bars (e.g. a metric per 1-GPU share, per policy)."""
+    groups: Mapping[str, Mapping[str, tuple[float, float]]], out_png, ylabel: str, title: str = "",
+    xlabel: str = "",
+) -> Path:  # fmt: skip
+    """Bars of `groups[group][series] = (mean, std)`: one cluster per group (`xlabel` says what the groups
+    are), one colour per series (`distinct_colours`), std as error bars (e.g. a metric per 1-GPU share,
+    per policy)."""
     names = list(dict.fromkeys(s for g in groups.values() for s in g))
     width = 0.8 / max(len(names), 1)
     bars = len(groups) * max(len(names), 1)
@@ -199,6 +202,7 @@ def plot_grouped_bars(
         std = [groups[g].get(name, (np.nan, 0))[1] for g in groups]
         ax.bar(xs, mean, width, yerr=std, capsize=2, label=name, color=colours[i])
     ax.set_xticks(range(len(groups)), list(groups))
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(textwrap.fill(title, 120), fontsize=9)
     ax.grid(axis="y", alpha=0.3)

@@ -40,7 +40,7 @@ from jaxsched.experiments.paper import (
     print_written,
     table_overrides,
 )
-from jaxsched.experiments.plots import plot_grouped_bars, plot_lines
+from jaxsched.experiments.plots import metric_label, plot_grouped_bars, plot_lines
 from jaxsched.experiments.stats import best_of, favouring, opponent
 from jaxsched.policies.gpu_locality import make_heuristic
 from jaxsched.systems.sced2.calibration import CALIBRATION
@@ -119,8 +119,10 @@ def fig7(configs, out: Path) -> list[str]:
                 )
             best = opponent(results[label][FIG7_METRICS[0][0]].get("vs_best", {}))
             ratios.append(f"| {share} | {label} vs {best} | " + " | ".join(cells) + " |")
-    for key, header, _ in FIG7_METRICS:
-        plot_grouped_bars(bars[key], out / f"fig7_{key}.png", header, f"Fig. 7: {header} per 1-GPU share")
+    for key, _, _ in FIG7_METRICS:
+        label = metric_label(key)
+        plot_grouped_bars(bars[key], out / f"fig7_{key}.png", label, f"Fig. 7: {label} per 1-GPU share",
+                          xlabel="share of 1-GPU jobs in the workload")  # fmt: skip
     ratios.append("")
     ratios.append(
         "Ratios > 1 favour the learner (E higher; JCT and makespan lower); p: paired Wilcoxon over "
