@@ -37,13 +37,25 @@ def _differences(a, b, prefix: str = "") -> set[str]:
     return out
 
 
+def _algorithm(cfg):
+    """The config's training section: `ppo` (DBF, OSDEC), `reinforce` (DAG), `mappo` (DAS), `dqn` (SCED²)."""
+    (section,) = [getattr(cfg, s) for s in ("ppo", "reinforce", "mappo", "dqn") if hasattr(cfg, s)]
+    return section
+
+
+def _envs_per_seed(cfg) -> int:
+    alg = _algorithm(cfg)
+    return alg.num_sequences * alg.rollouts if hasattr(alg, "rollouts") else alg.num_envs
+
+
 def _decisions_per_seed(cfg) -> int:
-    ppo = cfg.ppo
-    return ppo.num_envs * ppo.num_steps * ppo.total_updates
+    alg = _algorithm(cfg)
+    steps = alg.rollout_steps if hasattr(alg, "rollout_steps") else alg.num_steps
+    return _envs_per_seed(cfg) * steps * alg.total_updates
 
 
 def test_every_kind_with_an_accelerator_recipe_is_found():
-    assert {p.split("/")[1] for p in GPU_RECIPES} >= {"dbf", "osdec"}, GPU_RECIPES
+    assert {p.split("/")[1] for p in GPU_RECIPES} >= {"dbf", "osdec", "dag"}, GPU_RECIPES
 
 
 @pytest.mark.parametrize("path", GPU_RECIPES)
@@ -53,8 +65,9 @@ def test_a_gpu_recipe_is_its_twin_sized_for_an_accelerator(path):
     changed = _differences(gpu, cpu)
     assert {name.rsplit(".", 1)[-1] for name in changed} <= MAY_DIFFER, changed
     assert gpu.name == cpu.name + "_gpu"
-    assert gpu.num_seeds * gpu.ppo.num_envs >= 1_024, (gpu.num_seeds, gpu.ppo.num_envs)
-    assert gpu.ppo.total_updates % gpu.ppo.updates_per_chunk == 0  # whole chunks: a checkpoint ends each
-    assert gpu.ppo.total_updates // gpu.ppo.updates_per_chunk >= 10  # chunked: it can stop anywhere
+    assert gpu.num_seeds * _envs_per_seed(gpu) >= 1_024, (gpu.num_seeds, _envs_per_seed(gpu))
+    alg = _algorithm(gpu)
+    assert alg.total_updates % alg.updates_per_chunk == 0  # whole chunks: a checkpoint ends each
+    assert alg.total_updates // alg.updates_per_chunk >= 10  # chunked: it can stop anywhere
     want = PAPER_DECISIONS.get(gpu.kind, _decisions_per_seed(cpu))
     assert _decisions_per_seed(gpu) >= want, (_decisions_per_seed(gpu), want)
