@@ -115,6 +115,10 @@ def _add_claims(sub) -> None:
     p = sub.add_parser("claims", help="the papers' headline claims judged from the stored records")
     p.add_argument("--results", default="docs/results", help="where the stored evaluation records are")
     p.add_argument("--out", default="docs/results/claims.md", help="the page to write")
+    p.add_argument(
+        "--pages", default="docs/results", help="where each system's results page (<kind>.md) is: its "
+        "claims block is rewritten ('' for none)"
+    )  # fmt: skip
     p.set_defaults(func=_run_claims)
 
 
@@ -123,7 +127,7 @@ def _run_claims(args) -> int:
     from jaxsched.systems import systems
 
     declared = {k: (s.title, s.claims) for k, s in systems().items() if s.claims is not None}
-    path = write_claims(declared, args.results, args.out)
+    path = write_claims(declared, args.results, args.out, pages_dir=args.pages or None)
     print(f"written: {path}")
     return 0
 

@@ -7,7 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxsched.experiments.claims import NO_RECORD, judge, per_episode
+from jaxsched.experiments.claims import (
+    BLOCK_BEGIN,
+    BLOCK_END,
+    NO_RECORD,
+    judge,
+    per_episode,
+    unjudged,
+    with_claims,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,10 +42,37 @@ def test_per_episode_reads_both_record_layouts():
     assert per_episode({"mean": 1.0}) is None and NO_RECORD
 
 
-def test_the_committed_claims_page_is_current(tmp_path):
-    from jaxsched.cli import main
+def test_the_committed_claims_page_and_each_results_pages_block_are_current(tmp_path):
+    """`jaxsched claims` run afresh rewrites nothing: claims.md, and the claims block leading each system's
+    results page (run on copies of the pages)."""
+    import shutil
 
+    from jaxsched.cli import main
+    from jaxsched.systems import systems
+
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    kinds = [k for k, s in systems().items() if s.claims is not None]
+    for kind in kinds:
+        shutil.copy(ROOT / f"docs/results/{kind}.md", pages)
     out = tmp_path / "claims.md"
-    assert main(["claims", "--results", str(ROOT / "docs/results"), "--out", str(out)]) == 0
+    args = ["claims", "--results", str(ROOT / "docs/results"), "--out", str(out), "--pages", str(pages)]
+    assert main(args) == 0
     committed = (ROOT / "docs/results/claims.md").read_text()
     assert out.read_text() == committed, "docs/results/claims.md is stale: run `jaxsched claims`"
+    for kind in kinds:
+        page = (pages / f"{kind}.md").read_text()
+        assert page == (ROOT / f"docs/results/{kind}.md").read_text(), f"{kind}.md's claims block is stale"
+        assert page.index(BLOCK_BEGIN) < page.index("\n## "), f"{kind}.md does not lead with its claims"
+
+
+def test_a_pages_claims_block_is_replaced_in_place_and_inserted_under_the_title():
+    one = [unjudged("A below B", "lower", "-5 %", "undecided (no per-episode record)", "b", "p", "r")]
+    fresh = with_claims("# Title\n\nprose\n", [])
+    assert fresh.startswith(f"# Title\n\n{BLOCK_BEGIN}\n") and fresh.endswith(f"{BLOCK_END}\n\nprose\n")
+    assert "(no claim recorded yet)" in fresh
+    again = with_claims(fresh, one)
+    assert again.count(BLOCK_BEGIN) == 1 and "| A below B | lower | -5 % |" in again
+    assert again.endswith(f"{BLOCK_END}\n\nprose\n") and with_claims(again, one) == again
+    with pytest.raises(ValueError, match="never ends"):
+        with_claims(f"# T\n{BLOCK_BEGIN}\n", one)
