@@ -25,4 +25,8 @@ BUGS = [
     ("K13", "jaxsched/experiments/calibration.py", "env, params, episodes = bank(with_workload(cfg, test_seed=seed))", "env, params, episodes = bank(cfg)", T_CAL),
     ("K14", "jaxsched/systems/sced2/calibration.py", "c = with_workload(cfg, test_seed=seed)", "c = cfg", T_CAL),
     ("K15", "jaxsched/systems/sced2/calibration.py", "ideal[s:e].mean() for s, e in zip(starts, ends, strict=True)", "ideal.mean() for s, e in zip(starts, ends, strict=True)", T_CAL),
+    # a results page's claims block added again on every run instead of replaced
+    ("K16", CLAIMS, "    if BLOCK_BEGIN in page:", "    if False:", "tests/test_claims.py"),
+    # the block written below the page's prose, not under its title
+    ("K17", CLAIMS, '    return f"{title}\\n\\n{block}\\n{body}"', '    return f"{page}\\n{block}\\n"', "tests/test_claims.py"),
 ]
