@@ -1,5 +1,5 @@
 """The package's import layers (docs/architecture.md), read from the source with `ast` (function-level
-imports included): imports flow `core ← workloads ← envs ← policies / nn ← agents ← experiments ←
+imports included): imports flow `core ← workloads ← envs ← policies / nn / adapters ← agents ← experiments ←
 systems ← cli`, and the algorithms know no env, policy or paper's network (those reach them by
 injection)."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "jaxsched"
-RANK = {"core": 0, "workloads": 1, "envs": 2, "policies": 3, "nn": 3, "agents": 4, "experiments": 5,
-        "systems": 6, "cli": 7}  # fmt: skip
+RANK = {"core": 0, "workloads": 1, "envs": 2, "policies": 3, "nn": 3, "adapters": 3, "agents": 4,
+        "experiments": 5, "systems": 6, "cli": 7}  # fmt: skip
 ALGORITHMS = ("agents/pg.py", "agents/ppo.py", "agents/mappo.py", "agents/imitation.py", "agents/dqn.py",
               "agents/reinforce.py")  # fmt: skip
 # What an algorithm may import from the package: the env contract and its helpers, the other algorithm
