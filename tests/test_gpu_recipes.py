@@ -37,21 +37,9 @@ def _differences(a, b, prefix: str = "") -> set[str]:
     return out
 
 
-def _algorithm(cfg):
-    """The config's training section: `ppo` (DBF, OSDEC), `reinforce` (DAG), `mappo` (DAS), `dqn` (SCED²)."""
-    (section,) = [getattr(cfg, s) for s in ("ppo", "reinforce", "mappo", "dqn") if hasattr(cfg, s)]
-    return section
-
-
-def _envs_per_seed(cfg) -> int:
-    alg = _algorithm(cfg)
-    return alg.num_sequences * alg.rollouts if hasattr(alg, "rollouts") else alg.num_envs
-
-
-def _decisions_per_seed(cfg) -> int:
-    alg = _algorithm(cfg)
-    steps = alg.rollout_steps if hasattr(alg, "rollout_steps") else alg.num_steps
-    return _envs_per_seed(cfg) * steps * alg.total_updates
+def _envs_per_seed(budget) -> int:
+    """Parallel envs of one seed under a learner's algorithm config (`Learner.budget`)."""
+    return budget.num_sequences * budget.rollouts if hasattr(budget, "rollouts") else budget.num_envs
 
 
 def test_every_system_has_an_accelerator_recipe():
@@ -60,14 +48,16 @@ def test_every_system_has_an_accelerator_recipe():
 
 @pytest.mark.parametrize("path", GPU_RECIPES)
 def test_a_gpu_recipe_is_its_twin_sized_for_an_accelerator(path):
-    _, gpu = load_run_config(ROOT / path)
+    system, gpu = load_run_config(ROOT / path)
     _, cpu = load_run_config(ROOT / _twin(path))
     changed = _differences(gpu, cpu)
     assert {name.rsplit(".", 1)[-1] for name in changed} <= MAY_DIFFER, changed
     assert gpu.name == cpu.name + "_gpu"
-    assert gpu.num_seeds * _envs_per_seed(gpu) >= 1_024, (gpu.num_seeds, _envs_per_seed(gpu))
-    alg = _algorithm(gpu)
-    assert alg.total_updates % alg.updates_per_chunk == 0  # whole chunks: a checkpoint ends each
-    assert alg.total_updates // alg.updates_per_chunk >= 10  # chunked: it can stop anywhere
-    want = PAPER_DECISIONS.get(gpu.kind, _decisions_per_seed(cpu))
-    assert _decisions_per_seed(gpu) >= want, (_decisions_per_seed(gpu), want)
+    for name in system.learner.names(gpu):  # each learner's own algorithm config, as `train` runs it
+        alg, twin = system.learner.budget(gpu, name), system.learner.budget(cpu, name)
+        assert gpu.num_seeds * _envs_per_seed(alg) >= 1_024, (name, gpu.num_seeds, _envs_per_seed(alg))
+        assert alg.total_updates % alg.updates_per_chunk == 0  # whole chunks: a checkpoint ends each
+        assert alg.total_updates // alg.updates_per_chunk >= 10  # chunked: it can stop anywhere
+        decisions = alg.steps_per_update * alg.total_updates  # a seed's
+        want = PAPER_DECISIONS.get(gpu.kind, twin.steps_per_update * twin.total_updates)
+        assert decisions >= want, (name, decisions, want)

@@ -15,12 +15,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from test_env_contract import SMALL_BANKS  # cheap params for every registered name
 
 import jaxsched
 from jaxsched.adapters.gymnax import GymnaxEnv
 from jaxsched.core.spaces import Box, contains, shape_structs
-
-SMALL_BANKS = {"episodes": 2, "n_jobs": 2000}  # as tests/test_env_contract.py: cheap params for every name
 
 
 @pytest.mark.parametrize("name", sorted(jaxsched.registered()))
