@@ -35,6 +35,16 @@ def flatten_observation(obs) -> jax.Array:
     return jnp.concatenate([jnp.ravel(x).astype(jnp.float32) for x in jax.tree.leaves(obs)])
 
 
+def flat_observation_space(space, name: str = "env") -> Box:
+    """`Box(low, high, (D,), f32)`: the space of `flatten_observation` of an observation of `space` (a pytree
+    of `Box`es), its bounds the loosest of the fields'."""
+    leaves = jax.tree.leaves(space, is_leaf=is_space)
+    if not all(isinstance(s, Box) for s in leaves):
+        raise TypeError(f"{name}: cannot flatten an observation space with {leaves}")
+    size = sum(int(np.prod(s.shape)) for s in leaves)
+    return Box(min(float(s.low) for s in leaves), max(float(s.high) for s in leaves), (size,), jnp.float32)
+
+
 class GymnaxEnv:
     """A jaxsched env (`core.env.Environment`) behind gymnax's `Environment` API (module docstring).
 
@@ -90,15 +100,7 @@ class GymnaxEnv:
     def observation_space(self, params: Any = None):
         """`Box(low, high, (D,), f32)` of the flattened observation (or the env's own pytree of spaces)."""
         space = self.env.observation_space(self._or_default(params))
-        if not self.flatten_obs:
-            return space
-        leaves = jax.tree.leaves(space, is_leaf=is_space)
-        if not all(isinstance(s, Box) for s in leaves):
-            raise TypeError(f"{self.name}: cannot flatten an observation space with {leaves}")
-        size = sum(int(np.prod(s.shape)) for s in leaves)
-        return Box(
-            min(float(s.low) for s in leaves), max(float(s.high) for s in leaves), (size,), jnp.float32
-        )
+        return flat_observation_space(space, self.name) if self.flatten_obs else space
 
     def action_space(self, params: Any = None):
         return self.env.action_space(self._or_default(params))
