@@ -4,7 +4,9 @@ env equal to a loop over copies with `NEXT_STEP` auto-reset, `Dict` actions, the
 
 from __future__ import annotations
 
+import re
 import warnings
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -27,6 +29,8 @@ from jaxsched.adapters.gymnasium import (  # noqa: E402
 from jaxsched.adapters.gymnax import flatten_observation  # noqa: E402
 from jaxsched.core.spaces import I32_MAX, Box, Discrete, MultiDiscrete  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_LINE = re.compile(r"(?P<name>.+): (?P<n>\d+) episodes, average bounded slowdown (?P<bsld>[\d.]+)")
 # What check_env may say of our spaces and nothing else: some fields and the score actions are unbounded.
 ALLOWED_WARNINGS = ("maximum value is infinity", "minimum value is -infinity", "symmetric and normalized")
 
@@ -209,3 +213,15 @@ def test_gymnasium_make_and_make_vec_open_every_registered_name():
     venv = gymnasium.make_vec("jaxsched/dbf-quick-v0", num_envs=3, vectorization_mode="vector_entry_point")
     assert isinstance(venv, GymnasiumVectorEnv) and venv.num_envs == 3
     assert venv.reset(seed=0)[0]["mask"].shape == (3, venv.env.fwd_action + 1)
+
+
+def test_the_docs_numpy_loop_runs_and_shortest_first_beats_random(capsys):
+    """The worked example of `docs/adapters.md`, run as written: both policies finish episodes through the
+    vector env, and shortest-requested-time-first has the lower bounded slowdown."""
+    text = (ROOT / "docs/adapters.md").read_text()
+    block = re.search(r"```python\n(.*?)```", text[text.index("<!-- example:gymnasium-loop -->") :], re.S)
+    exec(compile(block.group(1), "docs/adapters.md", "exec"), {"__name__": "docs_example"})
+    lines = capsys.readouterr().out.strip().splitlines()
+    found = {m["name"].strip(): (int(m["n"]), float(m["bsld"])) for m in map(EXAMPLE_LINE.match, lines)}
+    assert set(found) == {"shortest first", "random valid"} and min(n for n, _ in found.values()) > 100
+    assert found["shortest first"][1] < found["random valid"][1], found
