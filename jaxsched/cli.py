@@ -31,6 +31,11 @@ def _add_train(sub) -> None:
     add_run_location(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
+        "--logger", action="append", default=None, choices=("jsonl", "tensorboard", "wandb"),
+        help="also log to TensorBoard (RUN_DIR/tensorboard) or W&B (offline unless WANDB_MODE); repeatable; "
+        "metrics.jsonl is always written",
+    )  # fmt: skip
+    p.add_argument(
         "--devices", type=int, default=None,
         help="spread the seeds over this many devices (default: the most local devices dividing num_seeds)",
     )  # fmt: skip
@@ -42,11 +47,10 @@ def _system_and_config(args):
     from jaxsched.systems import load_run_config
 
     system, cfg = load_run_config(args.config, args.set)
-    changes = {
-        k: v
-        for k, v in (("out_dir", getattr(args, "out_dir", None)), ("name", getattr(args, "name", None)))
-        if v
-    }
+    given = (("out_dir", getattr(args, "out_dir", None)), ("name", getattr(args, "name", None)))
+    changes = {k: v for k, v in given if v}
+    if getattr(args, "logger", None):
+        changes["loggers"] = tuple(dict.fromkeys(cfg.loggers + tuple(args.logger)))
     return system, (cfg.replace(**changes) if changes else cfg)
 
 

@@ -8,26 +8,19 @@ import re
 import warnings
 from pathlib import Path
 
+import gymnasium  # a dev dependency (the `gymnasium` extra); the package never needs it
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from gymnasium.utils.env_checker import check_env
+from gymnasium.utils.seeding import np_random
 from test_env_contract import SMALL_BANKS  # cheap params for every registered name
 
 import jaxsched
-
-gymnasium = pytest.importorskip("gymnasium")  # a dev dependency; the package never needs it
-from gymnasium.utils.env_checker import check_env  # noqa: E402
-from gymnasium.utils.seeding import np_random  # noqa: E402
-
-from jaxsched.adapters.gymnasium import (  # noqa: E402
-    GymnasiumEnv,
-    GymnasiumVectorEnv,
-    register_envs,
-    to_gymnasium_space,
-)
-from jaxsched.adapters.gymnax import flatten_observation  # noqa: E402
-from jaxsched.core.spaces import I32_MAX, Box, Discrete, MultiDiscrete  # noqa: E402
+from jaxsched.adapters.gymnasium import GymnasiumEnv, GymnasiumVectorEnv, register_envs, to_gymnasium_space
+from jaxsched.adapters.gymnax import flatten_observation
+from jaxsched.core.spaces import I32_MAX, Box, Discrete, MultiDiscrete
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_LINE = re.compile(r"(?P<name>.+): (?P<n>\d+) episodes, average bounded slowdown (?P<bsld>[\d.]+)")

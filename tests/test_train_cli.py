@@ -321,11 +321,35 @@ def test_weighted_episode_mean_by_hand():
     assert np.isnan(weighted_episode_mean([{"episodes": [0, 0], "x": [None, None]}], "x"))
 
 
+def assert_tensorboard_holds_the_run(run_dir, records):
+    """TensorBoard's own reader parses `run_dir/tensorboard` back: every metric's seed mean at every
+    update, the run's `ppo.lr` (its config.yaml) as a hyper-parameter, the learning curve as an image."""
+    lr = yaml.safe_load((run_dir / "config.yaml").read_text())["ppo"]["lr"]
+    from tensorboard.backend.event_processing import event_accumulator as ea  # a dev dependency
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    acc = ea.EventAccumulator(str(run_dir / "tensorboard"), size_guidance={"scalars": 0, "images": 0})
+    acc.Reload()
+    for key in ("loss", "avg_bsld", "episode_return"):
+        if key not in records[0]:
+            continue
+        got = {e.step: e.value for e in acc.Scalars(f"{key}/mean")}
+        want = {r["update"]: np.mean([v for v in r[key] if v is not None]) for r in records
+                if any(v is not None for v in r[key])}  # fmt: skip
+        assert set(got) == set(want) and all(np.isclose(got[u], want[u], rtol=1e-6) for u in want), key
+    content = acc.SummaryMetadata("_hparams_/session_start_info").plugin_data.content
+    hparams = plugin_data_pb2.HParamsPluginData.FromString(content).session_start_info.hparams
+    assert hparams["ppo.lr"].number_value == lr and hparams["name"].string_value == run_dir.name
+    (image,) = acc.Images("learning_curve")
+    assert image.width > 100 and image.height > 100
+
+
 def test_cli_train_and_eval(tmp_path, capsys):
     path = write_yaml(tmp_path / "tiny.yaml", {**TINY, "out_dir": str(tmp_path / "runs")})
-    assert main(["train", str(path), "--quiet"]) == 0
+    assert main(["train", str(path), "--quiet", "--logger", "tensorboard"]) == 0
     run_dir = tmp_path / "runs" / "tiny"
     assert (run_dir / "learning_curve.png").exists() and len(read_metrics(run_dir)) == 6
+    assert_tensorboard_holds_the_run(run_dir, read_metrics(run_dir))
     assert main(["train", str(path), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("jaxsched train: error: ") and "--resume" in err and err.count("\n") == 1

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 import yaml
 
 from jaxsched.core.checks import choices
+from jaxsched.experiments.loggers import check_loggers
 
 # Common spellings of a field, so a near-miss suggests the right key (e.g. learning_rate -> lr).
 ALIASES = {
@@ -137,13 +138,16 @@ class ExperimentConfig:
     # Dotted keys that are fields of a section's dataclass but not settings (why, for the error).
     NOT_SETTINGS: ClassVar[Mapping[str, str]] = {}
     # Sections and keys that may differ when a run is resumed (everything else must match).
-    RESUME_MAY_DIFFER: ClassVar[tuple[str, ...]] = ("kind", "name", "out_dir", "eval", "calibration")
+    RESUME_MAY_DIFFER: ClassVar[tuple[str, ...]] = (
+        "kind", "name", "out_dir", "eval", "calibration", "loggers",
+    )  # fmt: skip
 
     kind: str = ""  # the class's `KIND` when left out
     name: str = "run"
     seed: int = 0
     num_seeds: int = 3
     out_dir: str = "runs"
+    loggers: tuple[str, ...] = ()  # besides metrics.jsonl: tensorboard, wandb (experiments.loggers)
     calibration: CalibrationSection = dataclasses.field(default_factory=CalibrationSection)
 
     def __post_init__(self):
@@ -155,6 +159,7 @@ class ExperimentConfig:
             raise ValueError(f"name must be a non-empty file name (no '/'), got '{self.name}'")
         if self.num_seeds < 1:
             raise ValueError(f"num_seeds must be >= 1, got {self.num_seeds}")
+        object.__setattr__(self, "loggers", check_loggers(self.loggers))
         for key, _ in self.calibration.knob_grid():
             if key.split(".")[0] == "calibration" or not _has_setting(self, key):
                 raise ValueError(f"calibration.knobs: {key!r} is not a setting of this config")

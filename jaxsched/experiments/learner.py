@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from jaxsched.experiments.live import live
+from jaxsched.experiments.loggers import open_loggers
 from jaxsched.experiments.train import (
+    CURVE_FILE,
     abstract_state,
     check_no_run,
     open_run_dir,
@@ -125,19 +127,25 @@ def train_learner(
     if learner.warm_start is not None and not resuming:
         init = learner.warm_start(cfg, name, run_dir, env, init, progress)
     b = learner.budget(cfg, name)
-    records = train_chunks(
-        run_dir, shown, init, chunk, seed_keys(cfg), train_params, total=b.total_updates,
-        per_chunk=b.updates_per_chunk, steps_per_update=b.steps_per_update, summary=learner.summary,
-        resume=resume, progress=progress, stop_after_chunks=stop_after_chunks, t_build=t_build,
-        devices=devices, on_checkpoint=hook,
-    )  # fmt: skip
-    if records is not None and learner.finish is not None:
-        learner.finish(cfg, name, run_dir, records, built, hook, progress)
-    elif records is not None:
-        # with a selection hook the evaluation may read another checkpoint than the last
-        note = "" if hook is None else f" (final parameters, update {records[-1]['update']})"
-        title = f"{shown}: {cfg.num_seeds} seeds (mean ± std)"
-        report_run(run_dir, records, title, learner.curves(cfg, name), progress, note, learner.labels)
+    loggers = open_loggers(cfg.loggers, run_dir, shown, cfg.to_dict())
+    try:
+        records = train_chunks(
+            run_dir, shown, init, chunk, seed_keys(cfg), train_params, total=b.total_updates,
+            per_chunk=b.updates_per_chunk, steps_per_update=b.steps_per_update, summary=learner.summary,
+            resume=resume, progress=progress, stop_after_chunks=stop_after_chunks, t_build=t_build,
+            devices=devices, on_checkpoint=hook, on_records=loggers.log,
+        )  # fmt: skip
+        if records is not None and learner.finish is not None:
+            learner.finish(cfg, name, run_dir, records, built, hook, progress)
+        elif records is not None:
+            # with a selection hook the evaluation may read another checkpoint than the last
+            note = "" if hook is None else f" (final parameters, update {records[-1]['update']})"
+            title = f"{shown}: {cfg.num_seeds} seeds (mean ± std)"
+            report_run(run_dir, records, title, learner.curves(cfg, name), progress, note, learner.labels)
+        if records is not None:
+            loggers.figure(run_dir / CURVE_FILE)
+    finally:
+        loggers.close()
     return run_dir
 
 

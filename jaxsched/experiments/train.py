@@ -318,7 +318,7 @@ def train_chunks(
     run_dir: Path, name: str, init, chunk, keys, train_params, *, total: int, per_chunk: int,
     steps_per_update: int, summary, resume: bool, progress: bool = True,
     stop_after_chunks: int | None = None, t_build: float | None = None, on_checkpoint=None,
-    devices: int | None = None,
+    devices: int | None = None, on_records=None,
 ) -> list[dict] | None:  # fmt: skip
     """The chunk loop shared by every trainer: start (or, with `resume`, restore the last checkpoint of
     `run_dir`), run jitted `chunk(runner, train_params)` calls of `per_chunk` updates until `total`,
@@ -328,7 +328,8 @@ def train_chunks(
     (optional) sees the starting runner and the runner after every chunk, before that chunk's checkpoint
     is saved (so what it stores is never behind the runner's checkpoint); its text joins the progress line.
     `devices`: how many devices the seeds are spread over (`experiments.sharding.seed_sharding`; default
-    the most that divide the seed count). Returns every record, or None when stopped by
+    the most that divide the seed count). `on_records(records)` (optional: `experiments.loggers`) sees each
+    chunk's records once they are in `metrics.jsonl`. Returns every record, or None when stopped by
     `stop_after_chunks` before `total`."""
     latest = check_no_run(run_dir, resume)
     mngr = checkpoint_manager(run_dir) if latest is not None else None
@@ -383,6 +384,8 @@ def train_chunks(
             rate = per_chunk * steps_per_update * num_seeds / (time.perf_counter() - t_chunk)
             with metrics_path.open("a") as f:
                 f.writelines(json.dumps(r) + "\n" for r in new)
+            if on_records is not None:
+                on_records(new)
             records += new
             done = new[-1]["update"]
             info = on_checkpoint(runner, done)
