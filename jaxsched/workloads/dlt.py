@@ -95,11 +95,13 @@ class DLTReport:
     was_sorted: bool
     mapped: dict = field(default_factory=dict)  # {"name → model": jobs} through `model_map`
     dropped_models: dict = field(default_factory=dict)  # {name: jobs} dropped by `model_map`
+    dropped: dict = field(default_factory=dict)  # {reason: jobs} a trace's unschedulable jobs (dl_traces)
 
     def changes(self) -> str:
         """One line of what was mapped or dropped, "" when nothing was."""
         said = [f"{n:,} {name}" for name, n in self.mapped.items()]
         said += [f"{n:,} {name} dropped" for name, n in self.dropped_models.items()]
+        said += [f"{n:,} dropped ({reason})" for reason, n in self.dropped.items()]
         said += [f"{self.n_dropped_too_wide:,} dropped as wider than the cluster"] * bool(
             self.n_dropped_too_wide
         )

@@ -21,8 +21,9 @@ BUGS = [
     ("G5", GYM, "state = _select(pending, state_re, stepped)", "state = stepped", T_GYM),
     # the vector env: a reset call's reward not zeroed
     ("G6", GYM, "reward = jnp.where(pending, 0.0, reward)", "reward = reward", T_GYM),
-    # the vector env: every copy's keys the same
-    ("G7", GYM, "jax.random.split(k_step, batch), _select(pending, state_re, state), action, params", "jnp.stack([k_step] * batch), _select(pending, state_re, state), action, params", T_GYM),
+    # the vector env: every copy reset with the same key (its new episode the same). Sharing the *step* keys
+    # instead is an equivalent mutant: no env's `step_env` reads its key (every step is deterministic)
+    ("G7", GYM, "obs_re, state_re = vreset(jax.random.split(k_reset, batch), params)", "obs_re, state_re = vreset(jnp.stack([k_reset] * batch), params)", T_GYM),
     # the single env: a truncated episode's metrics not reported
     ("G8", GYM, "terminated | truncated, env.metrics,", "terminated, env.metrics,", T_GYM),
     # a bool field's space as an integer Box

@@ -6,9 +6,9 @@ Three sections, as a DAS config spells them (every field optional; defaults are 
                kappa_net, kappa_cpu, kappa_spread}
     env:      {n_slots, queue_capacity, max_running, max_forward_events, episode_jobs, load_scale, max_steps,
                alpha, price, reward, wait_norm}
-    workload: {source: pai_like | pai, n_jobs, train_frac, bank_seed, mean_interarrival_s, work_scale,
-               work_gpu_exponent, interarrival_shape, size_tilt, job_csv, task_csv, group_tag_csv,
-               max_dropped_frac}
+    workload: {source: pai_like | pai | helios, n_jobs, train_frac, bank_seed, mean_interarrival_s,
+               work_scale, work_gpu_exponent, interarrival_shape, size_tilt, job_csv, task_csv,
+               group_tag_csv, helios_csv, max_dropped_frac}
 
 `job_bank` draws (or reads) the jobs and prunes those too large for the empty cluster, as the paper does
 (§5.1.2); more than `workload.max_dropped_frac` of them is an error naming the cluster. `build` splits the
@@ -28,7 +28,7 @@ from jaxsched.envs.gpu_cloud.params import REWARDS, heterogeneous_perf
 from jaxsched.envs.gpu_cloud.types import GPUCloudConfig
 from jaxsched.workloads.ddl import CLUSTER_SIZES, V100_MACHINE  # paper §5.1.3: 8 GPUs per machine
 
-SOURCES = ("pai_like", "pai")
+SOURCES = ("pai_like", "pai", "helios")
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,7 @@ class WorkloadSection:
     job_csv: str | None = None  # pai
     task_csv: str | None = None
     group_tag_csv: str | None = None
+    helios_csv: str | None = None  # helios: a cluster's cluster_log.csv (workloads.dl_traces.load_helios)
     # Jobs that do not fit the empty cluster are pruned, as the paper does (§5.1.2), and counted; more
     # than this fraction of them is an error naming the cluster (a cluster too small for its workload).
     max_dropped_frac: float = 0.01
@@ -103,6 +104,8 @@ class WorkloadSection:
             raise ValueError(f"workload.source must be one of {', '.join(SOURCES)}, got {self.source!r}")
         if self.source == "pai" and (self.job_csv is None or self.task_csv is None):
             raise ValueError("workload.source 'pai' needs workload.job_csv and workload.task_csv")
+        if self.source == "helios" and self.helios_csv is None:
+            raise ValueError("workload.source 'helios' needs workload.helios_csv")
         if not 0.0 < self.train_frac < 1.0:
             raise ValueError(f"workload.train_frac must be in (0, 1), got {self.train_frac}")
         if not self.work_scale > 0.0:
@@ -128,6 +131,7 @@ def job_bank(cluster: ClusterSection, workload: WorkloadSection):
     """`(jobs, dropped note)`: the workload's jobs that fit the empty cluster (`DDLWorkload`) and a line
     saying how many did not ("" when none); more than `workload.max_dropped_frac` of them is an error."""
     from jaxsched.workloads.ddl import drop_too_large, generate_pai_like, pai_like_config
+    from jaxsched.workloads.dl_traces import load_helios
     from jaxsched.workloads.pai import load_pai
 
     w, m = workload, cluster.machines
@@ -140,8 +144,11 @@ def job_bank(cluster: ClusterSection, workload: WorkloadSection):
         caps = {k: np.full(m, V100_MACHINE[k], np.int32) for k in ("gpu", "cpu", "mem")}
         bank, dropped = drop_too_large(bank, caps["gpu"], caps["cpu"], caps["mem"])
     else:
-        bank, report = load_pai(w.job_csv, w.task_csv, w.group_tag_csv, n_machines=m)
-        dropped = report["dropped"]["too_large"]
+        if w.source == "helios":
+            bank, report = load_helios(w.helios_csv, n_machines=m, drop_too_large=True)
+        else:
+            bank, report = load_pai(w.job_csv, w.task_csv, w.group_tag_csv, n_machines=m)
+        dropped = report["dropped"].get("too_large", 0)
         total = bank.num_jobs + dropped
         bank = bank.slice(0, min(w.n_jobs, bank.num_jobs))
     return bank, _dropped_note(dropped, total, cluster, workload)
@@ -202,7 +209,7 @@ def build(cluster: ClusterSection, env: EnvSection, workload: WorkloadSection):
 class GPUCloudSetup(EnvSections):
     """The cluster, env and workload sections of an experiment on this cloud (its config derives from it)."""
 
-    PATH_KEYS = ("workload.job_csv", "workload.task_csv", "workload.group_tag_csv")
+    PATH_KEYS = ("workload.job_csv", "workload.task_csv", "workload.group_tag_csv", "workload.helios_csv")
 
     cluster: ClusterSection = field(default_factory=ClusterSection)
     env: EnvSection = field(default_factory=EnvSection)

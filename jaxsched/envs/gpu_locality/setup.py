@@ -5,14 +5,16 @@ Two sections, as a SCED² config spells them:
 
     env:      {n_servers, gpus_per_server, window, n_levels, auto_forward, work_conserving, time_scale,
                sensitive_ratio, max_steps, slowdown_scale}
-    workload: {source: philly | csv, path, drop_too_wide, model_map, single_gpu_share, multi_gpu_sizes,
-               multi_gpu_weights, mean_interarrival, interarrival_shape, arrival_scale, runtime_scale,
-               max_runtime, train_episodes, test_episodes, jobs_per_episode, bank_seed, test_seed}
+    workload: {source: philly | csv | philly_log, path, log_model, drop_too_wide, model_map,
+               single_gpu_share, multi_gpu_sizes, multi_gpu_weights, mean_interarrival, interarrival_shape,
+               arrival_scale, runtime_scale, max_runtime, train_episodes, test_episodes, jobs_per_episode,
+               bank_seed, test_seed}
 
 `build(env, workload)` makes the env and the training and held-out test params: Philly-like episodes
-from two purpose keys (`core.keys`), or a CSV trace (`source: csv`) cut in arrival order into
-`train_episodes` then `test_episodes` consecutive episodes of `jobs_per_episode` jobs, each its own
-timeline (the first job of an episode arrives at its time 0).
+from two purpose keys (`core.keys`), or a trace (`source: csv`, or Philly's `cluster_job_log` with
+`source: philly_log`) cut in arrival order into `train_episodes` then `test_episodes` consecutive
+episodes of `jobs_per_episode` jobs, each its own timeline (the first job of an episode arrives at its
+time 0).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from jaxsched.envs.gpu_locality.params import GPULocalityConfig, default_slowdow
 from jaxsched.workloads.dlt import check_model_map
 from jaxsched.workloads.philly import PhillyConfig
 
-SOURCES = ("philly", "csv")
+SOURCES = ("philly", "csv", "philly_log")
 
 
 @dataclass(frozen=True)
@@ -64,11 +66,13 @@ class EnvSection:
 
 @dataclass(frozen=True)
 class WorkloadSection:
-    """Generated Philly-like episodes (`workloads.philly`; train and test from separate keys) or a DLT
-    trace CSV (`workloads.dlt.load_dlt_csv`)."""
+    """Generated Philly-like episodes (`workloads.philly`; train and test from separate keys), a DLT
+    trace CSV (`workloads.dlt.load_dlt_csv`) or Philly's real `cluster_job_log`
+    (`workloads.dl_traces.load_philly_log`, source `philly_log`)."""
 
     source: str = "philly"
     path: str | None = None
+    log_model: str = "resnet50"  # philly_log: the model every job trains (the log records none)
     drop_too_wide: bool = False
     # a CSV's models outside the paper's six: [[name, model or drop], ...] ("*": any other name);
     # null: `workloads.dlt.DEFAULT_MODEL_MAP` (by locality class, the rest dropped and counted)
@@ -90,8 +94,8 @@ class WorkloadSection:
     def __post_init__(self):
         if self.source not in SOURCES:
             raise ValueError(f"workload.source must be one of {', '.join(SOURCES)}, got {self.source!r}")
-        if self.source == "csv" and not self.path:
-            raise ValueError("workload.path is required when workload.source is 'csv'")
+        if self.source in ("csv", "philly_log") and not self.path:
+            raise ValueError(f"workload.path is required when workload.source is {self.source!r}")
         at_least(self, "workload", ("train_episodes", "test_episodes", "jobs_per_episode"))
         in_unit_interval(self, "workload", ("single_gpu_share",))
         if self.model_map is not None:
@@ -163,6 +167,7 @@ def make_params(env, section: EnvSection, episodes):
 
 def build(section: EnvSection, workload: WorkloadSection):
     """`(env, train_params, test_params)` (module docstring)."""
+    from jaxsched.workloads.dl_traces import load_philly_log
     from jaxsched.workloads.dlt import load_dlt_csv
     from jaxsched.workloads.philly import generate_dlt_bank
 
@@ -177,7 +182,10 @@ def build(section: EnvSection, workload: WorkloadSection):
             purpose_key(w.test_seed, TEST_BANK_TAG), philly, w.test_episodes, w.jobs_per_episode
         )
     else:
-        bank, report = load_dlt_csv(w.path, env.config.n_gpus, w.drop_too_wide, w.model_map)
+        if w.source == "philly_log":
+            bank, report = load_philly_log(w.path, env.config.n_gpus, w.drop_too_wide, w.log_model)
+        else:
+            bank, report = load_dlt_csv(w.path, env.config.n_gpus, w.drop_too_wide, w.model_map)
         if report.changes():  # what the model map and the cluster's width changed, said once
             print(report.changes(), file=sys.stderr)
         need = (w.train_episodes + w.test_episodes) * w.jobs_per_episode
