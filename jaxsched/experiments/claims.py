@@ -106,6 +106,22 @@ def table_lines(claims: Sequence[Claim]) -> list[str]:
     return [*out, ""]
 
 
+# The verdicts' leading words, in the order a tally names them (`stats.claim_verdict` adds qualifiers).
+VERDICTS = ("reproduced", "direction only", "not reproduced", "undecided", "not run")
+
+
+def tally(claims: Sequence[Claim]) -> str:
+    """One line of how a paper's claims stand: "7 reproduced, 1 not reproduced, 1 undecided" (verdicts
+    counted by their leading words; "no claim recorded" when there is none)."""
+    counts = dict.fromkeys(VERDICTS, 0)
+    for c in claims:
+        lead = max((v for v in VERDICTS if c.verdict.startswith(v)), key=len, default=None)
+        if lead is None:
+            raise ValueError(f"claim {c.claim!r}: verdict {c.verdict!r} starts with none of {VERDICTS}")
+        counts[lead] += 1
+    return ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no claim recorded"
+
+
 def claims_lines(by_system: Mapping[str, Sequence[Claim]], titles: Mapping[str, str]) -> list[str]:
     """Markdown: one table per paper."""
     intro = (
