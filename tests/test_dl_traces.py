@@ -27,8 +27,8 @@ def _job(jobid, submitted, attempts, status="Pass"):
             "submitted_time": submitted, "user": "ce2f4c"}  # fmt: skip
 
 
-# The README's example entry (two attempts on one 8-GPU server), a 1-GPU job submitted earlier, a 16-GPU
-# job on two servers, and three that cannot be scheduled.
+# The README's example entry (two attempts on one 8-GPU server), a 1-GPU job submitted earlier, a job retried
+# from 4 GPUs onto two 8-GPU servers, and three that cannot be scheduled.
 PHILLY = [
     _job("application_1506638472019_14199", "2017-10-07 01:11:39", [
         _attempt("2017-10-07 01:12:09", "2017-10-07 01:13:23", 8),
@@ -36,8 +36,15 @@ PHILLY = [
     ]),
     _job("application_2", "2017-10-07 01:01:39", [_attempt("2017-10-07 01:02:00", "2017-10-07 01:03:40", 1)],
          status="Killed"),
-    _job("application_3", "2017-10-07 02:00:00", [_attempt("2017-10-07 02:00:00", "2017-10-07 03:00:00", 8, 8)],
-         status="Failed"),
+    _job(
+        "application_3",
+        "2017-10-07 02:00:00",
+        [  # a first attempt on 4 GPUs, retried on two 8-GPU servers: the last attempt's GPUs count
+            _attempt("2017-10-07 02:00:00", "2017-10-07 02:05:00", 4),
+            _attempt("2017-10-07 02:06:00", "2017-10-07 03:00:00", 8, 8),
+        ],
+        status="Failed",
+    ),
     _job("application_4", "2017-10-07 02:10:00", []),                                          # no attempt
     _job("application_5", "2017-10-07 02:20:00", [_attempt("2017-10-07 02:20:05", None, 2)]),  # running
     _job("application_6", "2017-10-07 02:30:00", [_attempt("2017-10-07 02:30:05", "2017-10-07 02:31:00")]),
