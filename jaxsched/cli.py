@@ -136,6 +136,66 @@ def _run_claims(args) -> int:
     return 0
 
 
+def _add_leaderboard(sub) -> None:
+    p = sub.add_parser("leaderboard", help="policies scored on every system's paper preset, one table")
+    p.add_argument("--systems", default=None, help="comma-separated kinds (default: every system)")
+    p.add_argument(
+        "--policy", action="append", default=[],
+        help="also score: a heuristic NAME, a trained RUN_DIR, or module:function / file.py:function giving "
+        "policy(params, obs, key) -> action; repeatable",
+    )  # fmt: skip
+    p.add_argument("--episodes", type=int, default=None, help="test episodes (default: the preset's eval)")
+    p.add_argument("--out", default="runs/leaderboard", help="where leaderboard.json and .png go")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=_run_leaderboard)
+
+
+def _run_leaderboard(args) -> int:
+    from pathlib import Path
+
+    from jaxsched.experiments.leaderboard import (
+        leaderboard_lines,
+        load_policy,
+        preset_path,
+        run_config,
+        score_system,
+        write_leaderboard,
+    )
+    from jaxsched.systems import load_run_config, systems
+
+    known = {k: s for k, s in systems().items() if s.preset is not None}
+    kinds = args.systems.split(",") if args.systems else list(known)
+    for k in kinds:
+        if k not in known:
+            raise ValueError(f"--systems: unknown system {k!r} (one of {', '.join(known)})")
+    heuristics, runs, user = [], {}, {}
+    for spec in args.policy:
+        if Path(spec).is_dir():
+            run_system, run_cfg = load_run_config(run_config(Path(spec)))
+            runs.setdefault(run_system.kind, []).append((Path(spec), run_cfg))
+        elif ":" in spec:
+            label, policy = load_policy(spec)
+            user[label] = policy
+        else:
+            heuristics.append(spec)
+    unknown = [h for h in heuristics if not any(h in known[k].baselines for k in kinds)]
+    if unknown:
+        raise ValueError(
+            f"--policy {unknown[0]!r}: not a heuristic of {', '.join(kinds)}, a run directory or "
+            "module:function"
+        )
+    blocks = []
+    for k in kinds:
+        system = known[k]
+        cfg = load_run_config(preset_path(system))[1]
+        names = [h for h in heuristics if h in system.baselines]
+        blocks.append(score_system(system, cfg, names, runs.get(k, ()), user, args.episodes, not args.quiet))
+    print("\n".join(leaderboard_lines(blocks)))
+    js, png = write_leaderboard(blocks, Path(args.out))
+    print(f"written: {js}, {png}")
+    return 0
+
+
 def _add_demo(sub) -> None:
     p = sub.add_parser("demo", help="heuristics on the HPC env over a generated Lublin workload")
     p.add_argument("--episodes", type=int, default=8, help="episodes per policy (seeds)")
@@ -289,6 +349,7 @@ def build_parser(systems: bool = True) -> argparse.ArgumentParser:
     _add_eval(sub)
     _add_calibrate(sub)
     _add_claims(sub)
+    _add_leaderboard(sub)
     _add_demo(sub)
     _add_report(sub)
     (_add_system_commands if systems else _add_system_command_stubs)(sub)

@@ -61,6 +61,8 @@ class System:
     # `jaxsched claims`: claims(results_dir) -> [experiments.claims.Claim], its paper's headline claims
     # judged from its stored records under docs/results/
     claims: Callable[[Path], list] | None = None
+    # the paper preset (a config path from the repository root) `jaxsched leaderboard` scores policies on
+    preset: str | None = None
     # CLI modules with `add_arguments(parser)` and `run_from_args(args)`, by subcommand ("table", "report")
     commands: Mapping[str, ModuleType] = field(default_factory=dict)
 

@@ -33,4 +33,5 @@ SYSTEM = System(
     commands={"table": table},
     calibration=CALIBRATION,
     claims=claims,
+    preset="configs/das/paper_small.yaml",
 )

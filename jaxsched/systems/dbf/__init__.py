@@ -31,4 +31,5 @@ SYSTEM = System(
     run_dirs=lambda cfg: {cfg.name: cfg.run_dir},
     commands={"table": report, "hpc-table": rlscheduler_table},
     claims=claims,
+    preset="configs/dbf/m20.yaml",
 )

@@ -32,4 +32,5 @@ SYSTEM = System(
     commands={"table": table},
     calibration=CALIBRATION,
     claims=claims,
+    preset="configs/osdec/paper_table1.yaml",
 )

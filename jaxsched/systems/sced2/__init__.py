@@ -29,4 +29,5 @@ SYSTEM = System(
     commands={"table": table},
     calibration=CALIBRATION,
     claims=claims,
+    preset="configs/sced2/paper_68.yaml",
 )
