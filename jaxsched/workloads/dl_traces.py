@@ -47,7 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsched.workloads.ddl import UNKNOWN_MODEL, V100_MACHINE, DDLWorkload, make_ddl_workload
-from jaxsched.workloads.dlt import DLT_MODELS, DLTReport, DLTWorkload, model_index
+from jaxsched.workloads.dlt import DLT_MODELS, DLTReport, DLTWorkload, model_index, wider_than_cluster
 
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 HELIOS_COLUMNS = (
@@ -135,12 +135,7 @@ def load_philly_log(
         if jobid in seen:
             raise ValueError(f"{where}: jobid repeats job {seen[jobid]}")
         seen[jobid] = k
-        if cluster_gpus is not None and gpus > cluster_gpus:
-            if not drop_too_wide:
-                raise ValueError(
-                    f"{where}: asks for {gpus} GPUs, more than the cluster's {cluster_gpus} "
-                    "(drop_too_wide=True drops such jobs)"
-                )
+        if wider_than_cluster(f"{where}:", gpus, cluster_gpus, drop_too_wide):
             too_wide += 1
             continue
         jobs.append((submit, k, gpus, duration))

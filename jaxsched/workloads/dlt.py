@@ -129,6 +129,19 @@ def check_model_map(pairs, key: str = "model_map") -> dict[str, str]:
     return out
 
 
+def wider_than_cluster(who: str, gpus: int, cluster_gpus: int | None, drop_too_wide: bool) -> bool:
+    """Whether the job `who` (its file, line or entry) of `gpus` GPUs is dropped as wider than the cluster
+    (the caller counts it); with `drop_too_wide` False such a job is a `ValueError` naming it."""
+    if cluster_gpus is None or gpus <= cluster_gpus:
+        return False
+    if not drop_too_wide:
+        raise ValueError(
+            f"{who} asks for {gpus} GPUs, more than the cluster's {cluster_gpus} (drop_too_wide=True drops "
+            "such jobs)"
+        )
+    return True
+
+
 def _number(source, lineno: int, column: str, text: str, whole: bool = False) -> float:
     try:
         value = float(text)
@@ -212,12 +225,7 @@ def load_dlt_csv(
         if job_id in seen:
             raise ValueError(f"{path}: line {lineno}: job_id {job_id} repeats line {seen[job_id]}")
         seen[job_id] = lineno
-        if cluster_gpus is not None and gpus > cluster_gpus:
-            if not drop_too_wide:
-                raise ValueError(
-                    f"{path}: line {lineno}: job {job_id} asks for {gpus} GPUs, more than the cluster's "
-                    f"{cluster_gpus} (drop_too_wide=True drops such jobs)"
-                )
+        if wider_than_cluster(f"{path}: line {lineno}: job {job_id}", gpus, cluster_gpus, drop_too_wide):
             dropped += 1
             continue
         jobs.append((submit, job_id, gpus, duration, model))
