@@ -31,7 +31,7 @@ import numpy as np
 
 import jaxsched
 from jaxsched.adapters.gymnasium import GymnasiumVectorEnv
-from jaxsched.core.spaces import Discrete, MultiDiscrete, is_space
+from jaxsched.core.spaces import Discrete, MultiDiscrete, describe, is_space
 from jaxsched.experiments.live import live
 from jaxsched.experiments.throughput import platform_info
 
@@ -56,8 +56,7 @@ def mask_policies(space):
 
         return one, batch
     leaves = jax.tree.leaves(space, is_leaf=is_space)
-    paths = [jax.tree_util.keystr(p, simple=True, separator=".")
-             for p, _ in jax.tree_util.tree_leaves_with_path(space, is_leaf=is_space)]  # fmt: skip
+    paths = [field for field, *_ in describe(space)]
 
     def zeros(m):
         return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), space, is_leaf=is_space)

@@ -50,7 +50,7 @@ except ImportError as err:  # an optional extra: the package never needs it
     ) from err
 
 from jaxsched.adapters.gymnax import flat_observation_space, flatten_observation
-from jaxsched.core.spaces import Box, Discrete, MultiDiscrete, is_space
+from jaxsched.core.spaces import Box, Discrete, MultiDiscrete, describe, is_space
 
 ID_PREFIX = "jaxsched/"  # gymnasium.make("jaxsched/<name>-v0")
 
@@ -88,9 +88,8 @@ def _bound(value: float, dtype: np.dtype):
 
 
 def _paths(space) -> list[str]:
-    """Each leaf's field path (`"jobs"`, `"machines"`, ...) in the pytree's order."""
-    leaves = jax.tree_util.tree_leaves_with_path(space, is_leaf=is_space)
-    return [jax.tree_util.keystr(path, simple=True, separator=".") for path, _ in leaves]
+    """Each leaf's field path (`"jobs"`, `"machines"`, ...) in the pytree's order (`spaces.describe`'s)."""
+    return [field for field, *_ in describe(space)]
 
 
 def _no_metrics(metrics, state, params) -> dict:
@@ -103,7 +102,7 @@ def _select(pick, a, b):
     return jax.vmap(lambda p, x, y: jax.tree.map(lambda u, v: jax.lax.select(p, u, v), x, y))(pick, a, b)
 
 
-def _single_programs(env, flatten_obs: bool, batch: None):
+def _single_programs(env, flatten_obs: bool):
     """Jitted `reset(key, params) -> (obs, state, mask)` and `step(key, state, action, params) -> (obs, state,
     reward, terminated, truncated, metrics, mask)` of one env: `step_env`, no auto-reset (Gymnasium's caller
     resets), the episode's metrics computed only at its end."""
@@ -177,7 +176,10 @@ class _Bridge:
         self.action_paths = None if is_space(action_space) else _paths(action_space)
         self.action_tree = jax.tree.structure(action_space, is_leaf=is_space)
         self.action_dtypes = [jnp.dtype(s.dtype) for s in jax.tree.leaves(action_space, is_leaf=is_space)]
-        self.reset, self.step = (_vector_programs if batch else _single_programs)(env, flatten_obs, batch)
+        if batch is None:
+            self.reset, self.step = _single_programs(env, flatten_obs)
+        else:
+            self.reset, self.step = _vector_programs(env, flatten_obs, batch)
 
     def obs(self, obs) -> Any:
         """`obs` (already on the host) as Gymnasium's value of the observation space."""
@@ -240,13 +242,14 @@ class GymnasiumEnv(gymnasium.Env):
         """`(obs, reward, terminated, truncated, info)`; an episode's last step gives its last observation."""
         if self._state is None:
             raise RuntimeError("call reset() before step()")
-        obs, self._state, *rest = self._bridge.step(
+        obs, self._state, reward, terminated, truncated, metrics, mask = self._bridge.step(
             self._next_key(), self._state, self._bridge.action(action), self.params
         )  # the state stays on the device: only what the caller sees is copied to the host
-        obs, reward, terminated, truncated, self._mask = jax.device_get((obs, *rest[:3], rest[4]))
+        shown = jax.device_get((obs, reward, terminated, truncated, mask))
+        obs, reward, terminated, truncated, self._mask = shown
         info = {"action_mask": self._mask}
         if terminated or truncated:  # no auto-reset here: Gymnasium's caller resets
-            info["episode_metrics"] = {k: float(v) for k, v in jax.device_get(rest[3]).items()}
+            info["episode_metrics"] = {k: float(v) for k, v in jax.device_get(metrics).items()}
             self._state = None
         return self._bridge.obs(obs), float(reward), bool(terminated), bool(truncated), info
 

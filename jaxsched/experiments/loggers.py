@@ -83,8 +83,8 @@ class RunLoggers:
             logger.log(records)
 
     def figure(self, png: Path) -> None:
-        for logger in self.loggers:
-            if Path(png).exists():
+        if Path(png).exists():  # a run stopped before its curve was drawn has none
+            for logger in self.loggers:
                 logger.figure(Path(png))
 
     def close(self) -> None:
