@@ -8,21 +8,26 @@ envs. The same command on a CPU and on a GPU.
 For each count the config's algorithm section gets that many parallel envs (PPO, MAPPO, DQN: `num_envs`;
 REINFORCE: `rollouts` per job sequence, so `num_sequences × rollouts` envs) and chunks of `--updates`
 updates; the learner is built, initialised for the config's `num_seeds` seeds (vmapped in one program),
-its chunk compiled (`compile_s`), run once to warm up (DQN fills its buffer there), then timed `--repeats`
-times (the median). Records: {"config", "learner", "algorithm", "envs" (parallel envs per seed), "seeds",
-"env_steps_per_s" and "updates_per_s" (every seed's), "compile_s", "runs_s", ...platform}. An env step is
-one call of the env's `step`: a decision in every env but DAS's GPU cloud, whose long forwards take
-several calls (`max_forward_events`).
+its chunk traced, lowered and compiled (`compile_s`, the three together; `chunk_program` has each stage
+and the compiled chunk's bytes: `experiments.footprint`), run once to warm up (DQN fills its buffer
+there), then timed `--repeats` times (the median). Records: {"config", "learner", "algorithm", "envs"
+(parallel envs per seed), "seeds", "env_steps_per_s" and "updates_per_s" (every seed's), "compile_s",
+"chunk_program", "runner_bytes" (the seeds' training state: params, optimiser, envs, buffers), "runs_s",
+...platform}. An env step is one call of the env's `step`: a decision in every env but DAS's GPU cloud,
+whose long forwards take several calls (`max_forward_events`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
+from pathlib import Path
 
 import jax
 
+from jaxsched.experiments.footprint import CAPACITIES, compile_cost, largest_batch, memory_line, tree_bytes
 from jaxsched.experiments.live import live
 from jaxsched.experiments.report import write_json
 from jaxsched.experiments.throughput import platform_info
@@ -62,10 +67,8 @@ def measure(path: str, envs: int, updates: int, repeats: int, sets: list[str], l
     budget = learner.budget(cfg, name)
     with live(f"{envs} envs: initialising {cfg.num_seeds} seeds"):
         runner = jax.block_until_ready(init(seed_keys(cfg), train_params))
-    t0 = time.perf_counter()
     with live(f"{envs} envs: compiling the training chunk"):
-        compiled = chunk.lower(runner, train_params).compile()
-    compile_s = time.perf_counter() - t0
+        compiled, cost = compile_cost(chunk, runner, train_params)
     with live(f"{envs} envs: a warm-up chunk and {repeats} timed chunks of {updates} updates"):
         runner, _ = jax.block_until_ready(compiled(runner, train_params))
         runs = []
@@ -79,21 +82,58 @@ def measure(path: str, envs: int, updates: int, repeats: int, sets: list[str], l
     return {
         "config": path, "learner": name, "algorithm": algorithm_of(cfg), "envs": envs, "seeds": cfg.num_seeds,
         "updates": budget.updates_per_chunk, "env_steps_per_s": steps / run,
-        "updates_per_s": cfg.num_seeds * budget.updates_per_chunk / run, "compile_s": compile_s,
-        "runs_s": runs, **platform_info(),
+        "updates_per_s": cfg.num_seeds * budget.updates_per_chunk / run,
+        "compile_s": cost["trace_s"] + cost["lower_s"] + cost["compile_s"], "chunk_program": cost,
+        "runner_bytes": tree_bytes(runner), "runs_s": runs, **platform_info(),
     }  # fmt: skip
+
+
+def footprint_table(records: list[dict]) -> str:
+    """Markdown: per config, the chunk's compile stages at its smallest count, and its working set as a
+    line in the parallel envs per seed (through the two largest counts) with what fits in 24 GiB."""
+    rows = [
+        "| config (learner) | envs × seeds | chunk trace + lower + compile (s) | working set (MiB) "
+        "| per env (KiB) + fixed (MiB) | envs per seed in 24 GiB |",
+        "|---|---|---|---|---|---|",
+    ]
+    by_config: dict[str, list[dict]] = {}
+    for r in records:
+        by_config.setdefault(r["config"], []).append(r)
+    for config, recs in by_config.items():
+        recs = sorted(recs, key=lambda r: r["envs"])
+        small, large = recs[-2:]
+        fixed, per_env = memory_line(
+            (small["envs"], small["chunk_program"]["working_bytes"]),
+            (large["envs"], large["chunk_program"]["working_bytes"]),
+        )
+        for r in recs:
+            c = r["chunk_program"]
+            rows.append(
+                f"| {config} ({r['learner']}) | {r['envs']:,} × {r['seeds']} | {c['trace_s']:.1f} + "
+                f"{c['lower_s']:.1f} + {c['compile_s']:.1f} | {c['working_bytes'] / 2**20:,.1f} | "
+                f"{per_env / 1024:,.1f} + {fixed / 2**20:,.1f} | "
+                f"{largest_batch(fixed, per_env, CAPACITIES['cpu_24GiB']):,} |"
+            )
+    return "\n".join(rows)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("config", help="a training config (configs/<kind>/*.yaml)")
+    p.add_argument("config", nargs="?", help="a training config (configs/<kind>/*.yaml)")
     p.add_argument("--envs", default="16,64,256,1024", help="parallel envs per seed, comma-separated")
     p.add_argument("--updates", type=int, default=2, help="updates per timed chunk")
     p.add_argument("--repeats", type=int, default=3, help="timed chunks per count (the median is reported)")
     p.add_argument("--learner", default=None, help="which of the config's learners (default: its first)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a config override")
     p.add_argument("--json", default=None, help="write the records here")
+    p.add_argument("--table", default=None, metavar="JSON", help="print a records file's compile and memory "
+                   "table as markdown, and stop")  # fmt: skip
     a = p.parse_args()
+    if a.table:
+        print(footprint_table(json.loads(Path(a.table).read_text())))
+        return
+    if a.config is None:
+        p.error("a config is required (or --table JSON)")
     records = []
     for envs in (int(n) for n in a.envs.split(",")):
         rec = measure(a.config, envs, a.updates, a.repeats, a.set, a.learner)

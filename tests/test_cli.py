@@ -82,12 +82,13 @@ def test_missing_file_and_unknown_policy(tmp_path, capsys):
 def test_bench_measures_the_env_of_any_config(tmp_path, capsys, repo_root, monkeypatch):
     """`jaxsched bench CONFIG`: the env and training bank of the config's system (here DAS), acting with
     the named heuristic, every call a step of the vmapped env, with a live line for the build, each
-    compile and the timed runs; `--policy` without a config is an error."""
+    compile and the timed runs, and the memory line through the two batches (a state's bytes per env the
+    same at both); `--policy` without a config is an error."""
     from jaxsched.experiments import live as live_module
 
     monkeypatch.setattr(live_module, "QUIET_S", 0.0)  # every phase gets its lines, however quick
     out = tmp_path / "bench.json"
-    args = ["bench", str(repo_root / "configs/das/quick.yaml"), "--policy", "tetris", "--batches", "2",
+    args = ["bench", str(repo_root / "configs/das/quick.yaml"), "--policy", "tetris", "--batches", "2,4",
             "--steps", "4", "--repeats", "1", "--json", str(out)]  # fmt: skip
     assert main(args) == 0
     printed = capsys.readouterr()
@@ -95,8 +96,11 @@ def test_bench_measures_the_env_of_any_config(tmp_path, capsys, repo_root, monke
     for phase in ("building the env and workload of", "batch 2: compiling the 4-step rollout",
                   "batch 2: 1 timed runs of 4 steps"):  # fmt: skip
         assert f"{phase}" in printed.err, phase
-    (record,) = json.loads(out.read_text())
+    record, bigger = json.loads(out.read_text())
     assert record["env"] == "gpu_cloud" and record["batch"] == 2 and record["steps_per_s"] > 0
+    assert record["state_bytes_per_env"] == bigger["state_bytes_per_env"] > 0
+    assert bigger["rollout_working_bytes"] > record["rollout_working_bytes"] > 0
+    assert "gpu_cloud memory: state" in printed.out and "fits" in printed.out
     assert main(["bench", "--policy", "tetris"]) == 2
     assert "--policy needs a CONFIG" in capsys.readouterr().err
 

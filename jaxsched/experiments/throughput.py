@@ -2,7 +2,8 @@
 and training throughput: env steps/s *during PPO training* (env + network + update), `measure_train`.
 
 Compile time and reset cost are measured apart from the steady-state step rate; each number is the
-median of `repeats` timed runs after one warm-up (compile) run.
+median of `repeats` timed runs after one warm-up (compile) run. Each record also has the env state's
+bytes per env and the compiled rollout's working set (`experiments.footprint`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,14 @@ import jax
 import jax.numpy as jnp
 
 from jaxsched.envs.registry import make
+from jaxsched.experiments.footprint import (
+    CAPACITIES,
+    CAPACITY_LABELS,
+    largest_batch,
+    memory_line,
+    program_bytes,
+    tree_bytes,
+)
 from jaxsched.experiments.live import live
 
 
@@ -156,7 +165,7 @@ def measure_env(
         obs, state = reset(keys, params)
     t0 = time.perf_counter()
     with live(f"batch {batch}: compiling the {steps}-step rollout", progress):
-        jax.block_until_ready(rollout.lower(jax.random.key(seed + 1), obs, state).compile())
+        compiled = rollout.lower(jax.random.key(seed + 1), obs, state).compile()
     compile_s = time.perf_counter() - t0
     with live(f"batch {batch}: {repeats} timed runs of {steps} steps", progress):
         for i in range(-(-warmup_steps // steps)):
@@ -177,6 +186,8 @@ def measure_env(
         "compile_s": compile_s,
         "reset_s": statistics.median(reset_times),
         "reset_compile_s": max(reset_first - statistics.median(reset_times), 0.0),
+        "state_bytes_per_env": tree_bytes(state) / batch,
+        "rollout_working_bytes": program_bytes(compiled)["working_bytes"],
         **platform_info(),
     }
 
@@ -207,10 +218,29 @@ def env_throughput(
             f"({rec['platform']})",
             flush=True,
         )
+    if len(records) >= 2:
+        print(memory_summary(records), flush=True)
     if json_path:
         with open(json_path, "w") as f:
             json.dump(records, f, indent=2)
     return records
+
+
+def memory_summary(records: list[dict]) -> str:
+    """One line: the rollout program's working set as a line through the two largest batches measured
+    (`experiments.footprint.memory_line`), and the largest batch that fits each of `CAPACITIES` by it."""
+    small, large = sorted(records, key=lambda r: r["batch"])[-2:]
+    fixed, per_env = memory_line(
+        (small["batch"], small["rollout_working_bytes"]), (large["batch"], large["rollout_working_bytes"])
+    )
+    fits = ", ".join(
+        f"{largest_batch(fixed, per_env, c):,} in {CAPACITY_LABELS[name]}" for name, c in CAPACITIES.items()
+    )
+    return (
+        f"{large['env']:>9} memory: state {large['state_bytes_per_env'] / 1024:,.1f} KiB/env; the rollout "
+        f"program {per_env / 1024:,.1f} KiB/env + {fixed / 2**20:,.1f} MiB ({large['platform']}'s program): "
+        f"fits {fits}"
+    )
 
 
 def measure_train(
