@@ -20,6 +20,7 @@ import argparse
 import os
 import sys
 
+from jaxsched.core.compile import compile_cache, fast_compile
 from jaxsched.core.threads import single_threaded_blas
 from jaxsched.experiments.config import add_run_location, add_set_argument
 
@@ -344,6 +345,16 @@ def build_parser(systems: bool = True) -> argparse.ArgumentParser:
     """The CLI's parser; `systems=False` lists the systems' own commands without importing them (a
     parser for the shared verbs and the top-level help)."""
     parser = argparse.ArgumentParser(prog="jaxsched", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--fast-compile", action="store_true", default=bool(os.environ.get("JAXSCHED_FAST_COMPILE")),
+        help="compile XLA programs ~35 %% faster, some then run slower (core/compile.py; "
+        "env JAXSCHED_FAST_COMPILE=1)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--compile-cache", metavar="DIR", default=os.environ.get("JAXSCHED_COMPILE_CACHE"),
+        help="keep compiled programs in DIR for the next run of the same programs "
+        "(env JAXSCHED_COMPILE_CACHE)",
+    )  # fmt: skip
     sub = parser.add_subparsers(dest="command", required=True)
     _add_train(sub)
     _add_eval(sub)
@@ -360,7 +371,8 @@ def build_parser(systems: bool = True) -> argparse.ArgumentParser:
 
 def _needs_systems(argv: list[str]) -> bool:
     """Whether the command names a system's own command (or one from a registered plugin system)."""
-    command = next((a for a in argv if not a.startswith("-")), None)
+    values = {i + 1 for i, a in enumerate(argv) if a == "--compile-cache"}  # the option's DIR is no command
+    command = next((a for i, a in enumerate(argv) if not a.startswith("-") and i not in values), None)
     shared = ("train", "eval", "calibrate", "claims", "demo", "report", "bench", "tpch-convert")
     return command is not None and command not in shared
 
@@ -388,7 +400,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     args = build_parser(systems=_needs_systems(argv)).parse_args(argv)
     single_threaded_blas()  # before any LAPACK kernel runs (core/threads.py)
+    if args.fast_compile:
+        fast_compile()  # before XLA's backend starts, which reads the flags (core/compile.py)
     try:
+        if args.compile_cache:
+            compile_cache(args.compile_cache)
         return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError) as err:
         # Bad input is reported in one line naming the problem, not as a traceback from deep in JAX.

@@ -35,7 +35,7 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 # that sets XLA_FLAGS itself keeps them. LLVM's expensive passes off and the legacy CPU fusion
 # emitters cut the two system tests from 179 s to 109 s cold; the full cold suite ran 22:49 against 24:09
 # (AMD EPYC, one run each; the OSDEC learning test, alone, runs as fast with either emitter: docs/testing.md,
-# "CI time").
+# "CI time"). They are `jaxsched --fast-compile`'s (jaxsched/core/compile.py; a test holds the two equal).
 os.environ.setdefault(
     "XLA_FLAGS",
     "--xla_backend_optimization_level=1 --xla_llvm_disable_expensive_passes=true"
