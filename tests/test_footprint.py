@@ -69,3 +69,14 @@ def test_the_results_page_shows_the_records_tables():
     assert _benchmark("train_sweep").footprint_table(train) in page
     assert {r["env"] for r in envs if "fit" in r} == set(jaxsched.registered())
     assert {Path(r["config"]).parent.name for r in train} == {"dbf", "sced2", "osdec", "dag", "das"}
+
+
+def test_the_bench_memory_line_says_so_when_the_program_does_not_grow():
+    from jaxsched.experiments.throughput import memory_summary
+
+    rec = dict(env="hpc", state_bytes_per_env=2048.0, platform="cpu")
+    at = lambda batch, nbytes: rec | {"batch": batch, "rollout_working_bytes": nbytes}  # noqa: E731
+    assert "does not grow from batch 1 to 2" in memory_summary([at(1, 4096), at(2, 4096)])
+    grows = [at(2, 2**20), at(4, 2**21)]
+    line = memory_summary(grows)
+    assert "512.0 KiB/env + 0.0 MiB" in line and f"{24 * 2**30 // 2**19:,} in 24 GiB" in line

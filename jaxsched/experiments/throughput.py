@@ -233,14 +233,15 @@ def memory_summary(records: list[dict]) -> str:
     fixed, per_env = memory_line(
         (small["batch"], small["rollout_working_bytes"]), (large["batch"], large["rollout_working_bytes"])
     )
+    head = f"{large['env']:>9} memory: state {large['state_bytes_per_env'] / 1024:,.1f} KiB/env; the rollout"
+    if per_env <= 0:  # tiny batches: XLA's buffers need not grow with the batch
+        span = f"{small['batch']:,} to {large['batch']:,}"
+        return f"{head} program does not grow from batch {span}: measure larger batches"
     fits = ", ".join(
         f"{largest_batch(fixed, per_env, c):,} in {CAPACITY_LABELS[name]}" for name, c in CAPACITIES.items()
     )
-    return (
-        f"{large['env']:>9} memory: state {large['state_bytes_per_env'] / 1024:,.1f} KiB/env; the rollout "
-        f"program {per_env / 1024:,.1f} KiB/env + {fixed / 2**20:,.1f} MiB ({large['platform']}'s program): "
-        f"fits {fits}"
-    )
+    line = f"{per_env / 1024:,.1f} KiB/env + {fixed / 2**20:,.1f} MiB ({large['platform']}'s program)"
+    return f"{head} program {line}: fits {fits}"
 
 
 def measure_train(
