@@ -34,8 +34,8 @@ from jaxsched.experiments.report import write_json
 from jaxsched.experiments.throughput import platform_info, random_action
 
 
-def measure(name: str, batch: int, seed: int = 0) -> dict:
-    env, params = jaxsched.make(name)
+def measure(name: str, env, params, batch: int, seed: int = 0) -> dict:
+    """One record: `env`'s (registered as `name`) reset and step compiled for `batch` envs."""
     keys = jax.random.split(jax.random.key(seed), batch)
     reset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
     step = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
@@ -121,7 +121,8 @@ def main() -> None:
         sys.exit("env_footprint: --batches needs two or more sizes (the memory line's two points)")
     records = []
     for name in names:
-        per_env = [measure(name, b) for b in batches]
+        env, params = jaxsched.make(name)  # built once: every batch size shares the workload
+        per_env = [measure(name, env, params, b) for b in batches]
         records += [*per_env, fit(per_env)]
         for r in per_env:
             st = r["step"]

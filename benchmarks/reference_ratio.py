@@ -62,7 +62,7 @@ class HPCPlayer:
     def __init__(self, env, params):
         cfg, p = env.config, _np(params)
         self.ref = RefHPC(
-            cfg.n_cores, cfg.window_head, cfg.window_tail, cfg.queue_capacity, params.bank,
+            cfg.n_cores, cfg.window_head, cfg.window_tail, cfg.queue_capacity, p.bank,
             episode_jobs=int(p.episode_jobs), max_steps=int(p.max_steps),
             w=(float(p.w1), float(p.w2), float(p.w3)), runtime_norm=float(p.runtime_norm),
             wait_norm=float(p.wait_norm),
